@@ -1,0 +1,1 @@
+"""The kafkette broker: asyncio TCP server, request routing, config and CLI."""

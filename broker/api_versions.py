@@ -1,0 +1,50 @@
+"""ApiVersions (key 18): the first request on every connection."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from kio.schema.errors import ErrorCode
+
+from protocol.codec import response_type
+
+from .context import RequestContext
+from .registry import ROUTES, api
+
+API_VERSIONS_KEY = 18
+ZERO_THROTTLE = timedelta(0)
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _api_keys(version: int) -> tuple:
+    entry = response_type(API_VERSIONS_KEY, version).__dataclass_fields__["api_keys"].type
+    item_type = entry.__args__[0]
+    return tuple(
+        item_type(api_key=r.api_key, min_version=r.min_version, max_version=r.max_version)
+        for r in sorted(ROUTES.values(), key=lambda r: r.api_key)
+    )
+
+
+def unsupported_api_versions_response():
+    cls = response_type(API_VERSIONS_KEY, 0)
+    return cls(error_code=ErrorCode.unsupported_version, api_keys=_api_keys(0))
+
+
+@api(API_VERSIONS_KEY, 0, 4)
+def handle_api_versions(ctx: RequestContext, req):
+    error = ErrorCode.none
+    if ctx.api_version >= 3 and not (
+        _SOFTWARE.fullmatch(req.client_software_name or "")
+        and _SOFTWARE.fullmatch(req.client_software_version or "")
+    ):
+        error = ErrorCode.invalid_request
+    return ctx.respond(
+        error_code=error,
+        api_keys=_api_keys(ctx.api_version),
+        throttle_time=ZERO_THROTTLE,
+        supported_features=(),
+        finalized_features_epoch=-1,
+        finalized_features=(),
+        zk_migration_ready=False,
+    )

@@ -1,0 +1,187 @@
+"""One client connection: framing, in-order request processing, response writing.
+
+Requests on one connection are processed one at a time, as Kafka does (it mutes a channel
+until its response is sent); a request that waits (long-poll Fetch, parked JoinGroup) holds
+back only its own connection. Handlers that answer synchronously take a fast path with no task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from protocol.codec import DecodeError, codec
+from protocol.framing import FrameError, FrameReader
+from protocol.headers import HeaderError, parse_request_header, peek_api
+
+from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
+from .context import RequestContext
+from .registry import ROUTES
+
+if TYPE_CHECKING:
+    from .server import Broker
+
+log = logging.getLogger("kafkette.connection")
+
+NO_RESPONSE = object()
+"""Returned by a handler that must not answer (Produce with acks=0)."""
+
+_MAX_QUEUED_FRAMES = 128
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._reader = FrameReader(broker.config.get_int("socket.request.max.bytes"))
+        self._queue: deque[bytes] = deque()
+        self._busy = False
+        self._paused = False
+        self._closed = False
+        self._task: asyncio.Task | None = None
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self._idle_ms = broker.config.get_int("connections.max.idle.ms")
+        self._last_active = time.monotonic()
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.client_host = "/?"
+
+    # asyncio.Protocol -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = f"{peer[0]}:{peer[1]}"
+            self.client_host = f"/{peer[0]}"
+        self.broker.connections.add(self)
+        if self._idle_ms > 0:
+            self._idle_handle = asyncio.get_running_loop().call_later(
+                self._idle_ms / 1000, self._check_idle
+            )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self.broker.connections.discard(self)
+        if self._task is not None:
+            self._task.cancel()
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+        self._queue.clear()
+
+    def data_received(self, data: bytes) -> None:
+        self._last_active = time.monotonic()
+        try:
+            frames = self._reader.feed(data)
+        except FrameError as exc:
+            self.close(f"bad frame: {exc}")
+            return
+        if not frames:
+            return
+        self._queue.extend(frames)
+        if not self._busy:
+            self._drain()
+        if len(self._queue) > _MAX_QUEUED_FRAMES and not self._paused and self.transport:
+            self._paused = True
+            self.transport.pause_reading()
+
+    # Request processing -----------------------------------------------------------------
+    def _drain(self) -> None:
+        queue = self._queue
+        while queue and not self._closed:
+            frame = queue.popleft()
+            outcome = self._dispatch(frame)
+            if outcome is None:
+                return  # connection closed
+            corr, api_codec, result = outcome
+            if hasattr(result, "__await__"):
+                self._busy = True
+                self._task = asyncio.ensure_future(self._finish(corr, api_codec, result))
+                return
+            self._send(corr, api_codec, result)
+        if self._paused and self.transport and not self._closed:
+            self._paused = False
+            self.transport.resume_reading()
+
+    async def _finish(self, corr: int, api_codec: Any, awaitable: Any) -> None:
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("handler for api %d failed; closing %s", api_codec.api_key, self.peer)
+            self.close(None)
+            return
+        finally:
+            self._task = None
+            self._busy = False
+        self._send(corr, api_codec, result)
+        self._drain()
+
+    def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
+        try:
+            key, version, corr = peek_api(frame)
+        except HeaderError as exc:
+            self.close(f"bad request header: {exc}")
+            return None
+        route = ROUTES.get(key)
+        if route is None:
+            self.close(f"unknown api key {key} (version {version})")
+            return None
+        if not route.min_accepted <= version <= route.max_version:
+            if key == API_VERSIONS_KEY:
+                # KIP-511: answer as v0 with UNSUPPORTED_VERSION so the client can downgrade.
+                return corr, codec(API_VERSIONS_KEY, 0), unsupported_api_versions_response()
+            self.close(f"unsupported version {version} of api key {key}")
+            return None
+        api_codec = codec(key, version)
+        try:
+            header, offset = parse_request_header(frame, api_codec.flexible)
+            body = api_codec.decode(frame, offset)
+        except (HeaderError, DecodeError) as exc:
+            self.close(f"undecodable api {key} v{version} request: {exc}")
+            return None
+        ctx = RequestContext(key, version, corr, header.client_id, self.client_host, self.broker)
+        try:
+            result = route.handler(ctx, body)
+        except Exception:
+            log.exception("handler for api %d v%d failed; closing %s", key, version, self.peer)
+            self.close(None)
+            return None
+        return corr, api_codec, result
+
+    def _send(self, corr: int, api_codec: Any, result: Any) -> None:
+        if result is NO_RESPONSE or self._closed or self.transport is None:
+            return
+        write = getattr(result, "write_to", None)
+        if write is not None:  # a pre-framed response (e.g. Fetch splicing log bytes)
+            write(self.transport, corr, api_codec)
+            return
+        try:
+            data = api_codec.encode_response(corr, result)
+        except Exception:
+            log.exception("encoding api %d v%d response failed; closing %s",
+                          api_codec.api_key, api_codec.version, self.peer)
+            self.close(None)
+            return
+        self.transport.write(data)
+
+    # Lifecycle ---------------------------------------------------------------------------
+    def _check_idle(self) -> None:
+        idle = time.monotonic() - self._last_active
+        if self._busy or idle * 1000 < self._idle_ms:
+            remaining = max(self._idle_ms / 1000 - idle, 0.05)
+            self._idle_handle = asyncio.get_running_loop().call_later(remaining, self._check_idle)
+            return
+        self.close(f"idle for more than connections.max.idle.ms={self._idle_ms}")
+
+    def close(self, reason: str | None) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if reason:
+            log.warning("closing connection from %s: %s", self.peer, reason)
+        self._queue.clear()
+        if self.transport is not None:
+            self.transport.close()

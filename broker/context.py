@@ -1,0 +1,32 @@
+"""What a handler knows about the request it serves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol.codec import response_type
+
+if TYPE_CHECKING:
+    from .server import Broker
+
+
+@dataclass(slots=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str  # Java InetAddress.toString() form: "/127.0.0.1"
+    broker: Broker
+
+    @property
+    def response_type(self) -> type:
+        """The kio response dataclass for this request's API version."""
+        return response_type(self.api_key, self.api_version)
+
+    def respond(self, **fields: Any) -> Any:
+        """Build this version's response, dropping fields the version does not have."""
+        cls = self.response_type
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in fields.items() if k in names})

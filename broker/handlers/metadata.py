@@ -1,0 +1,91 @@
+"""Metadata (key 3): brokers, controller, cluster id, topics; auto-creates topics."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+
+from kio.schema.errors import ErrorCode
+
+from protocol.build import item_type, make
+
+from ..context import RequestContext
+from ..registry import api
+
+ZERO_UUID = uuid.UUID(int=0)
+AUTH_OPS_OMITTED = -(2**31)
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def valid_topic_name(name: str) -> bool:
+    return bool(_LEGAL_TOPIC.fullmatch(name)) and name not in (".", "..")
+
+
+@api(3, 0, 13)
+async def handle_metadata(ctx: RequestContext, req):
+    broker = ctx.broker
+    logs = broker.logs
+    cls = ctx.response_type
+    topic_cls = item_type(cls, "topics")
+    part_cls = item_type(topic_cls, "partitions")
+    node = broker.config.node_id
+
+    def topic_entry(error: ErrorCode, name: str | None, info=None, topic_id=ZERO_UUID):
+        partitions = ()
+        if info is not None:
+            topic_id = info.topic_id
+            partitions = tuple(
+                make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=node,
+                     leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
+                     offline_replicas=())
+                for p in range(info.partitions)
+            )
+        return make(topic_cls, error_code=error, name=name, topic_id=topic_id,
+                    is_internal=bool(info and info.internal), partitions=partitions,
+                    topic_authorized_operations=AUTH_OPS_OMITTED)
+
+    requested = req.topics
+    if ctx.api_version == 0 and not requested:
+        requested = None  # v0: an empty list means all topics
+    if requested is None:
+        topics = tuple(topic_entry(ErrorCode.none, t.name, t) for t in logs.topics())
+    else:
+        auto_create = broker.config.get_bool("auto.create.topics.enable") and getattr(
+            req, "allow_auto_topic_creation", True
+        )
+        entries = []
+        for wanted in requested:
+            name = wanted.name
+            if name is None:
+                tid = getattr(wanted, "topic_id", None)
+                info = logs.topic_by_id(tid) if tid else None
+                if info is None:
+                    entries.append(topic_entry(ErrorCode.unknown_topic_id, None, topic_id=tid or ZERO_UUID))
+                else:
+                    entries.append(topic_entry(ErrorCode.none, info.name, info))
+                continue
+            info = logs.topic(name)
+            if info is None and auto_create:
+                if not valid_topic_name(name):
+                    entries.append(topic_entry(ErrorCode.invalid_topic_exception, name))
+                    continue
+                info = await broker.auto_create_topic(name)
+            if info is None:
+                entries.append(topic_entry(ErrorCode.unknown_topic_or_partition, name))
+            else:
+                entries.append(topic_entry(ErrorCode.none, name, info))
+        topics = tuple(entries)
+
+    host, port = broker.advertised
+    broker_cls = item_type(cls, "brokers")
+    return make(
+        cls,
+        throttle_time=timedelta(0),
+        brokers=(make(broker_cls, node_id=node, host=host, port=port, rack=None),),
+        cluster_id=broker.cluster_id,
+        controller_id=node,
+        topics=topics,
+        cluster_authorized_operations=AUTH_OPS_OMITTED,
+        error_code=ErrorCode.none,
+    )

@@ -1,0 +1,107 @@
+"""The Broker: owns the config, the storage and coordinator components and the TCP server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from storage.topics import LogManager, TopicExistsError, TopicInfo
+
+from . import handlers  # noqa: F401  (registers every API route)
+from .config import BrokerConfig
+from .connection import KafkaConnection
+
+log = logging.getLogger("kafkette.broker")
+
+
+class Broker:
+    """A single-node kafkette broker.
+
+    Usable in-process::
+
+        async with Broker({"listeners": "PLAINTEXT://127.0.0.1:0"}) as broker:
+            print(broker.bootstrap)
+    """
+
+    def __init__(self, config: BrokerConfig | Mapping[str, Any] | None = None, *,
+                 clock: Any | None = None) -> None:
+        self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        self.clock = clock
+        self.cluster_id = self.config.get_str("cluster.id")
+        self.connections: set[KafkaConnection] = set()
+        self.logs = LogManager(self.config)
+        self._server: asyncio.Server | None = None
+        self._bound: tuple[str, int] | None = None
+        self._create_lock = asyncio.Lock()
+
+    # Lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.logs.start()
+        listener = self.config.listener
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self), listener.host, listener.port,
+            reuse_address=True, backlog=1024,
+        )
+        sock = self._server.sockets[0]
+        host, port = sock.getsockname()[:2]
+        self._bound = (host, port)
+        log.info("kafkette listening on %s:%d (node.id=%d)", host, port, self.config.node_id)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for conn in list(self.connections):
+                conn.close(None)
+            await self._server.wait_closed()
+            self._server = None
+        await self.logs.stop()
+
+    async def __aenter__(self) -> Broker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    # Addresses ---------------------------------------------------------------------------
+    @property
+    def bound(self) -> tuple[str, int]:
+        if self._bound is None:
+            raise RuntimeError("broker not started")
+        return self._bound
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """The address clients are told to use (advertised.listeners, else the bound one)."""
+        adv = self.config.advertised_listener
+        host, port = self.bound
+        if adv is not None:
+            return adv.host, adv.port or port
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return host, port
+
+    @property
+    def bootstrap(self) -> str:
+        host, port = self.advertised
+        return f"{host}:{port}"
+
+    # Topics ------------------------------------------------------------------------------
+    async def auto_create_topic(self, name: str) -> TopicInfo:
+        async with self._create_lock:
+            existing = self.logs.topic(name)
+            if existing is not None:
+                return existing
+            try:
+                return await self.logs.create_topic(name, self.config.get_int("num.partitions"))
+            except TopicExistsError:
+                info = self.logs.topic(name)
+                assert info is not None
+                return info

@@ -1,0 +1,207 @@
+"""Running kafkette from tests: in a background thread, or as a separate process.
+
+Also the pytest plugin (entry point ``pytest11``): fixtures ``kafka_broker`` (bootstrap address
+of a fresh broker with a temporary ``log.dirs``) and ``kafka_broker_factory``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from .server import Broker
+
+# Fast settings for tests: no initial rebalance delay, short minimum session timeout.
+TEST_DEFAULTS: dict[str, str] = {
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "100",
+    "group.coordinator.append.linger.ms": "1",
+}
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+
+        return uvloop.new_event_loop()
+    except ImportError:
+        return asyncio.new_event_loop()
+
+
+class ThreadedBroker:
+    """A Broker running on its own event loop in a daemon thread."""
+
+    def __init__(self, config: Mapping[str, Any], clock: Any | None = None) -> None:
+        self.config = dict(config)
+        self.clock = clock
+        self.loop = _new_loop()
+        self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
+        self.broker: Broker | None = None
+        self._thread.start()
+        self.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro_or_fn: Any, *args: Any, timeout: float = 30) -> Any:
+        """Run a coroutine, or a plain callable, on the broker's loop and return its result."""
+        if asyncio.iscoroutine(coro_or_fn):
+            return asyncio.run_coroutine_threadsafe(coro_or_fn, self.loop).result(timeout)
+        fut: Future = Future()
+
+        def call() -> None:
+            try:
+                fut.set_result(coro_or_fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+                fut.set_exception(exc)
+
+        self.loop.call_soon_threadsafe(call)
+        return fut.result(timeout)
+
+    def start(self) -> None:
+        async def boot() -> Broker:
+            broker = Broker(self.config, clock=self.clock)
+            await broker.start()
+            return broker
+
+        self.broker = self.run(boot())
+
+    def stop(self) -> None:
+        if self.broker is not None:
+            self.run(self.broker.stop())
+            self.broker = None
+
+    def restart(self, **overrides: Any) -> None:
+        """Stop and start again on the same port and log.dirs (a clean restart)."""
+        host, port = self.address
+        self.stop()
+        self.config["listeners"] = f"PLAINTEXT://{host}:{port}"
+        self.config.update({k: str(v) for k, v in overrides.items()})
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        assert self.broker is not None
+        return self.broker.bound
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.broker is not None
+        return self.broker.bootstrap
+
+    def __enter__(self) -> ThreadedBroker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BrokerProcess:
+    """``kafkette serve`` in a child process (for SIGKILL and restart tests)."""
+
+    _BOUND = re.compile(r"kafkette listening on ([\w.:-]+):(\d+)")
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = {k: str(v) for k, v in config.items()}
+        self.proc: subprocess.Popen | None = None
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.start()
+
+    def start(self, timeout: float = 20) -> None:
+        args = [sys.executable, "-m", "broker", "serve"]
+        for key, value in self.config.items():
+            args += ["--override", f"{key}={value}"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=None, text=True,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        match = self._BOUND.search(line)
+        if not match:
+            self.proc.kill()
+            raise RuntimeError(f"kafkette did not start: {line!r}")
+        self.host, self.port = match.group(1), int(match.group(2))
+        # Keep the same port on restart.
+        self.config["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def terminate(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(20)
+
+    def restart(self) -> None:
+        self.terminate()
+        self.start()
+
+    def __enter__(self) -> BrokerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+def test_config(log_dir: str, **overrides: Any) -> dict[str, str]:
+    config = dict(TEST_DEFAULTS)
+    config["log.dirs"] = log_dir
+    config.update({k.replace("_", ".") if "." not in k else k: str(v)
+                   for k, v in overrides.items()})
+    return config
+
+
+# pytest plugin -------------------------------------------------------------------------------
+
+@pytest.fixture
+def kafka_broker_factory() -> Iterator[Callable[..., ThreadedBroker]]:
+    """Start brokers with extra config: ``kafka_broker_factory(**{"num.partitions": 3})``."""
+    started: list[ThreadedBroker] = []
+    dirs: list[tempfile.TemporaryDirectory] = []
+
+    def factory(config: Mapping[str, Any] | None = None, *, clock: Any | None = None,
+                **overrides: Any) -> ThreadedBroker:
+        tmp = tempfile.TemporaryDirectory(prefix="kafkette-")
+        dirs.append(tmp)
+        merged = test_config(tmp.name, **overrides)
+        merged.update({k: str(v) for k, v in (config or {}).items()})
+        broker = ThreadedBroker(merged, clock=clock)
+        started.append(broker)
+        return broker
+
+    yield factory
+    for broker in started:
+        broker.close()
+    for tmp in dirs:
+        tmp.cleanup()
+
+
+@pytest.fixture
+def kafka_broker(kafka_broker_factory: Callable[..., ThreadedBroker]) -> str:
+    """Bootstrap address ("127.0.0.1:PORT") of a fresh in-process kafkette."""
+    return kafka_broker_factory().bootstrap

@@ -1,0 +1,1 @@
+"""Kafka wire protocol: framing, headers and codecs built on kio. Pure, no I/O."""

@@ -1,0 +1,42 @@
+"""Building kio entities generically across versions.
+
+kio generates one dataclass per (message, version); nested structs are their own classes.
+``make`` drops fields a version does not have, ``item_type`` finds the class of a nested field.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from functools import cache
+from typing import Any
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(cls.__dataclass_fields__)
+
+
+def make(cls: type, **fields: Any) -> Any:
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in fields.items() if k in names})
+
+
+def has_field(cls_or_obj: Any, name: str) -> bool:
+    cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
+    return name in _field_names(cls)
+
+
+@cache
+def item_type(cls: type, name: str) -> type:
+    """The entity class held by field ``name`` (unwrapping tuple[...] and Optional)."""
+    hints = typing.get_type_hints(cls)
+    tp = hints[name]
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is tuple:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            tp = next(a for a in typing.get_args(tp) if a is not type(None))
+        else:
+            return tp

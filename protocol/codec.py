@@ -1,0 +1,125 @@
+"""Request decoding and response encoding for any (api_key, version) kio knows."""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_payload_module
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+
+from .headers import RequestHeader, parse_request_header, response_header
+
+API_VERSIONS_KEY = 18
+_I32 = struct.Struct(">i")
+
+
+class DecodeError(Exception):
+    """A request body could not be decoded with the schema of its version."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCodec:
+    api_key: int
+    version: int
+    request_type: type
+    response_type: type
+    flexible: bool
+    _read: Any
+    _write: Any
+
+    def decode(self, frame: bytes, offset: int) -> Any:
+        """Decode the body at ``offset``; trailing bytes are tolerated (librdkafka sends them)."""
+        try:
+            value, _size = self._read(memoryview(frame), offset)
+        except Exception as exc:  # kio raises several types for malformed input
+            raise DecodeError(f"{type(exc).__name__}: {exc}") from exc
+        return value
+
+    def encode_response(self, correlation_id: int, body: Any) -> bytes:
+        """Frame (size prefix) + response header + body."""
+        buf = io.BytesIO()
+        buf.write(b"\0\0\0\0")
+        # KIP-511: the ApiVersions response always uses header v0.
+        flexible_header = self.flexible and self.api_key != API_VERSIONS_KEY
+        buf.write(response_header(correlation_id, flexible_header))
+        self._write(buf, body)
+        out = buf.getbuffer()
+        _I32.pack_into(out, 0, len(out) - 4)
+        del out
+        return buf.getvalue()
+
+    def encode_request_body(self, body: Any) -> bytes:
+        buf = io.BytesIO()
+        entity_writer(self.request_type)(buf, body)
+        return buf.getvalue()
+
+
+@cache
+def codec(api_key: int, version: int) -> ApiCodec:
+    """Codec for one API version; raises KeyError when kio has no schema for it."""
+    try:
+        req_mod = load_payload_module(api_key, version, EntityType.request)
+        resp_mod = load_payload_module(api_key, version, EntityType.response)
+    except Exception as exc:
+        raise KeyError((api_key, version)) from exc
+    req_type = _payload_type(req_mod, EntityType.request)
+    resp_type = _payload_type(resp_mod, EntityType.response)
+    return ApiCodec(
+        api_key=api_key,
+        version=version,
+        request_type=req_type,
+        response_type=resp_type,
+        flexible=bool(req_type.__flexible__),
+        _read=entity_reader(req_type),
+        _write=entity_writer(resp_type),
+    )
+
+
+def _payload_type(module: Any, kind: EntityType) -> type:
+    for value in vars(module).values():
+        if isinstance(value, type) and getattr(value, "__type__", None) is kind:
+            return value
+    raise KeyError(module.__name__)
+
+
+def request_type(api_key: int, version: int) -> type:
+    return codec(api_key, version).request_type
+
+
+def response_type(api_key: int, version: int) -> type:
+    return codec(api_key, version).response_type
+
+
+def decode_request(frame: bytes, version_codec: ApiCodec) -> tuple[RequestHeader, Any]:
+    header, offset = parse_request_header(frame, version_codec.flexible)
+    return header, version_codec.decode(frame, offset)
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
+                   body: Any) -> bytes:
+    """A complete request frame; used by tests and the CLI's admin commands."""
+    c = codec(api_key, version)
+    cid = b"\xff\xff" if client_id is None else struct.pack(">h", len(client_id.encode())) + client_id.encode()
+    head = struct.pack(">hhi", api_key, version, correlation_id) + cid
+    if c.flexible:
+        head += b"\x00"
+    payload = head + c.encode_request_body(body)
+    return _I32.pack(len(payload)) + payload
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
+    """Decode a response frame (without size prefix): correlation id and body."""
+    c = codec(api_key, version)
+    (correlation_id,) = _I32.unpack_from(frame, 0)
+    pos = 4
+    if c.flexible and api_key != API_VERSIONS_KEY:
+        from .headers import skip_tagged_fields
+
+        pos = skip_tagged_fields(frame, pos)
+    value, _ = entity_reader(c.response_type)(memoryview(frame), pos)
+    return correlation_id, value

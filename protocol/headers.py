@@ -1,0 +1,89 @@
+"""Request header v1/v2 parsing and response header v0/v1 encoding.
+
+Headers are parsed by hand: they are on every request's hot path and their layout has
+not changed since KIP-482 added the flexible (v2) variant.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+_HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
+_I32 = struct.Struct(">i")
+
+
+class HeaderError(Exception):
+    """The request header could not be parsed."""
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def peek_api(frame: bytes) -> tuple[int, int, int]:
+    """api_key, api_version, correlation_id: common to every header version."""
+    if len(frame) < 8:
+        raise HeaderError(f"request header truncated ({len(frame)} bytes)")
+    key, version, correlation_id = struct.unpack_from(">hhi", frame, 0)
+    return key, version, correlation_id
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise HeaderError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise HeaderError("varint too long")
+
+
+def skip_tagged_fields(buf: bytes, pos: int) -> int:
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise HeaderError("truncated tagged field")
+    return pos
+
+
+def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
+    """Parse header v1 (or v2 when ``flexible``); return it and the body offset."""
+    if len(frame) < _HEAD.size:
+        raise HeaderError(f"request header truncated ({len(frame)} bytes)")
+    key, version, correlation_id, client_len = _HEAD.unpack_from(frame, 0)
+    pos = _HEAD.size
+    client_id: str | None = None
+    if client_len >= 0:
+        end = pos + client_len
+        if end > len(frame):
+            raise HeaderError("client_id runs past the frame")
+        try:
+            client_id = frame[pos:end].decode()
+        except UnicodeDecodeError as exc:
+            raise HeaderError("client_id is not UTF-8") from exc
+        pos = end
+    elif client_len != -1:
+        raise HeaderError(f"bad client_id length {client_len}")
+    if flexible:
+        pos = skip_tagged_fields(frame, pos)
+    return RequestHeader(key, version, correlation_id, client_id), pos
+
+
+def response_header(correlation_id: int, flexible: bool) -> bytes:
+    """Response header v1 (flexible: correlation id + empty tagged fields) or v0."""
+    head = _I32.pack(correlation_id)
+    return head + b"\x00" if flexible else head
