@@ -6,6 +6,7 @@ kio generates one dataclass per (message, version); nested structs are their own
 
 from __future__ import annotations
 
+import datetime
 import types
 import typing
 from functools import cache
@@ -17,9 +18,23 @@ def _field_names(cls: type) -> frozenset[str]:
     return frozenset(cls.__dataclass_fields__)
 
 
+@cache
+def _timedelta_fields(cls: type) -> frozenset[str]:
+    return frozenset(
+        name for name, f in cls.__dataclass_fields__.items()
+        if str(f.metadata.get("kafka_type", "")).startswith("timedelta")
+    )
+
+
 def make(cls: type, **fields: Any) -> Any:
+    """Build ``cls`` from the fields it has; plain ints become timedeltas (ms) where kio wants one."""
     names = _field_names(cls)
-    return cls(**{k: v for k, v in fields.items() if k in names})
+    kept = {k: v for k, v in fields.items() if k in names}
+    for name in _timedelta_fields(cls):
+        value = kept.get(name)
+        if isinstance(value, int):
+            kept[name] = datetime.timedelta(milliseconds=value)
+    return cls(**kept)
 
 
 def has_field(cls_or_obj: Any, name: str) -> bool:

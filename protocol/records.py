@@ -1,0 +1,383 @@
+"""RecordBatch v2 (magic 2) codec: batch headers, CRC32C, records, compression. Pure, no I/O.
+
+Layout (big-endian), offsets from the batch start::
+
+    0 baseOffset i64 | 8 batchLength i32 | 12 partitionLeaderEpoch i32 | 16 magic i8 | 17 crc u32
+    21 attributes i16 | 23 lastOffsetDelta i32 | 27 baseTimestamp i64 | 35 maxTimestamp i64
+    43 producerId i64 | 51 producerEpoch i16 | 53 baseSequence i32 | 57 recordsCount i32 | 61 records
+
+The CRC covers attributes..end. batchLength counts from partitionLeaderEpoch to the end.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import cramjam
+import google_crc32c
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+CRC_START = 21
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+
+NO_COMPRESSION, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CREATE_TIME, LOG_APPEND_TIME = 0, 1
+
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_I64 = struct.Struct(">q")
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+
+
+class CorruptRecordError(ValueError):
+    """Bytes that do not form a valid v2 record batch."""
+
+
+@dataclass(slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def timestamp_type(self) -> int:
+        return LOG_APPEND_TIME if self.attributes & _TIMESTAMP_TYPE_BIT else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) % (2**31)
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+# Batch headers ------------------------------------------------------------------------------
+
+def parse_batch_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptRecordError(f"need {HEADER_SIZE} bytes for a batch header, have {len(buf) - pos}")
+    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+
+
+def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """Yield (header, batch bytes) for each complete batch; stops at an incomplete tail."""
+    view = memoryview(buf)
+    end = len(view)
+    pos = 0
+    while end - pos >= HEADER_SIZE:
+        header = BatchHeader(*_HEADER.unpack_from(view, pos))
+        size = header.batch_length + LOG_OVERHEAD
+        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or end - pos < size:
+            return
+        yield header, view[pos : pos + size]
+        pos += size
+
+
+def batch_crc(batch: bytes | bytearray | memoryview) -> int:
+    return google_crc32c.value(memoryview(batch)[CRC_START:].tobytes())
+
+
+def verify_crc(batch: bytes | bytearray | memoryview) -> bool:
+    view = memoryview(batch)
+    if len(view) < HEADER_SIZE:
+        return False
+    (stored,) = _U32.unpack_from(view, CRC_OFFSET)
+    # google_crc32c only takes bytes, so this copies (cheap next to the checksum itself).
+    return google_crc32c.value(view[CRC_START:].tobytes()) == stored
+
+
+def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
+    """Rewrite a batch's base offset in place (outside the CRC, so nothing else changes)."""
+    _I64.pack_into(buf, pos, base_offset)
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp_ms: int) -> None:
+    """Mark a batch LogAppendTime with max timestamp ``timestamp_ms`` and recompute its CRC."""
+    view = memoryview(buf)
+    (length,) = struct.unpack_from(">i", view, pos + 8)
+    (attrs,) = _I16.unpack_from(view, pos + ATTRIBUTES_OFFSET)
+    _I16.pack_into(view, pos + ATTRIBUTES_OFFSET, attrs | _TIMESTAMP_TYPE_BIT)
+    _I64.pack_into(view, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    end = pos + length + LOG_OVERHEAD
+    _U32.pack_into(view, pos + CRC_OFFSET, google_crc32c.value(bytes(view[pos + CRC_START : end])))
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    struct.pack_into(">i", buf, pos + 12, epoch)
+
+
+# Varints --------------------------------------------------------------------------------------
+
+def _write_varint(out: bytearray, value: int) -> None:
+    value = (value << 1) ^ (value >> 63)  # zigzag (varlong range covers varint too)
+    value &= 0xFFFFFFFFFFFFFFFF
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    result = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint too long")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+# Compression ---------------------------------------------------------------------------------
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def compress(data: bytes, codec: int) -> bytes:
+    if codec == NO_COMPRESSION:
+        return data
+    if codec == GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == SNAPPY:
+        # xerial framing, as the Java client writes it; every client reads it.
+        out = bytearray(_XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01")
+        for i in range(0, len(data), 32768) or [0]:
+            block = bytes(cramjam.snappy.compress_raw(data[i : i + 32768]))
+            out += struct.pack(">i", len(block)) + block
+        return bytes(out)
+    if codec == LZ4:
+        return bytes(cramjam.lz4.compress(data))
+    if codec == ZSTD:
+        return bytes(cramjam.zstd.compress(data))
+    raise CorruptRecordError(f"unknown compression codec {codec}")
+
+
+def decompress(data: bytes | memoryview, codec: int) -> bytes:
+    try:
+        if codec == NO_COMPRESSION:
+            return bytes(data)
+        if codec == GZIP:
+            return bytes(cramjam.gzip.decompress(bytes(data)))
+        if codec == SNAPPY:
+            data = bytes(data)
+            if data[:8] == _XERIAL_MAGIC:
+                out = bytearray()
+                pos = 16
+                while pos + 4 <= len(data):
+                    (n,) = struct.unpack_from(">i", data, pos)
+                    pos += 4
+                    out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + n]))
+                    pos += n
+                return bytes(out)
+            return bytes(cramjam.snappy.decompress_raw(data))
+        if codec == LZ4:
+            return bytes(cramjam.lz4.decompress(bytes(data)))
+        if codec == ZSTD:
+            return bytes(cramjam.zstd.decompress(bytes(data)))
+    except CorruptRecordError:
+        raise
+    except Exception as exc:  # cramjam raises its own error types
+        raise CorruptRecordError(f"{COMPRESSION_NAMES.get(codec, codec)} decompression failed: {exc}") from exc
+    raise CorruptRecordError(f"unknown compression codec {codec}")
+
+
+# Building -------------------------------------------------------------------------------------
+
+def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key: bytes | None,
+                   value: bytes | None, headers: Sequence[tuple[str, bytes | None]]) -> None:
+    body = bytearray(b"\x00")  # record attributes (unused)
+    _write_varint(body, ts_delta)
+    _write_varint(body, offset_delta)
+    if key is None:
+        body.append(1)  # varint(-1)
+    else:
+        _write_varint(body, len(key))
+        body += key
+    if value is None:
+        body.append(1)
+    else:
+        _write_varint(body, len(value))
+        body += value
+    _write_varint(body, len(headers))
+    for hkey, hvalue in headers:
+        raw = hkey.encode()
+        _write_varint(body, len(raw))
+        body += raw
+        if hvalue is None:
+            body.append(1)
+        else:
+            _write_varint(body, len(hvalue))
+            body += hvalue
+    _write_varint(out, len(body))
+    out += body
+
+
+def build_batch(records: Sequence[Record | tuple[bytes | None, bytes | None]], *,
+                base_offset: int = 0, base_timestamp: int | None = None, compression: int = 0,
+                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                transactional: bool = False, control: bool = False, timestamp_type: int = 0,
+                partition_leader_epoch: int = -1) -> bytes:
+    """Encode one v2 batch. Tuples get consecutive offsets and ``base_timestamp``;
+    ``Record`` offsets and timestamps are taken as absolute values."""
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    now = int(time.time() * 1000) if base_timestamp is None else base_timestamp
+    normalized: list[Record] = []
+    for i, rec in enumerate(records):
+        if isinstance(rec, Record):
+            normalized.append(rec)
+        else:
+            key, value = rec
+            normalized.append(Record(base_offset + i, now, key, value, []))
+    first_ts = normalized[0].timestamp if base_timestamp is None else base_timestamp
+    if any(isinstance(r, Record) for r in records) and base_timestamp is None:
+        first_ts = min(r.timestamp for r in normalized)
+    max_ts = max(r.timestamp for r in normalized)
+    body = bytearray()
+    for rec in normalized:
+        _encode_record(body, rec.offset - base_offset, rec.timestamp - first_ts, rec.key,
+                       rec.value, rec.headers)
+    payload = compress(bytes(body), compression)
+    attributes = compression & 0x07
+    if timestamp_type == LOG_APPEND_TIME:
+        attributes |= _TIMESTAMP_TYPE_BIT
+    if transactional:
+        attributes |= _TRANSACTIONAL_BIT
+    if control:
+        attributes |= _CONTROL_BIT
+    last_delta = normalized[-1].offset - base_offset
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    out = bytearray(_HEADER.pack(base_offset, batch_length, partition_leader_epoch, 2, 0, attributes,
+                                 last_delta, first_ts, max_ts, producer_id, producer_epoch,
+                                 base_sequence, len(normalized)))
+    out += payload
+    _U32.pack_into(out, CRC_OFFSET, google_crc32c.value(bytes(out[CRC_START:])))
+    return bytes(out)
+
+
+# Decoding -------------------------------------------------------------------------------------
+
+def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
+    """All records of one v2 batch with absolute offsets and timestamps (any codec)."""
+    view = memoryview(batch)
+    header = parse_batch_header(view)
+    if header.magic != 2:
+        raise CorruptRecordError(f"unsupported record batch magic {header.magic}")
+    end = header.size
+    if len(view) < end:
+        raise CorruptRecordError("truncated record batch")
+    data = decompress(view[HEADER_SIZE:end], header.compression)
+    log_append = header.timestamp_type == LOG_APPEND_TIME
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    out: list[Record] = []
+    pos = 0
+    try:
+        for _ in range(header.records_count):
+            length, pos = _read_varint(data, pos)
+            rec_end = pos + length
+            pos += 1  # attributes
+            ts_delta, pos = _read_varint(data, pos)
+            off_delta, pos = _read_varint(data, pos)
+            klen, pos = _read_varint(data, pos)
+            key = None
+            if klen >= 0:
+                key = data[pos : pos + klen]
+                pos += klen
+            vlen, pos = _read_varint(data, pos)
+            value = None
+            if vlen >= 0:
+                value = data[pos : pos + vlen]
+                pos += vlen
+            nheaders, pos = _read_varint(data, pos)
+            headers: list[tuple[str, bytes | None]] = []
+            for _h in range(nheaders):
+                hklen, pos = _read_varint(data, pos)
+                hkey = data[pos : pos + hklen].decode()
+                pos += hklen
+                hvlen, pos = _read_varint(data, pos)
+                hval = None
+                if hvlen >= 0:
+                    hval = data[pos : pos + hvlen]
+                    pos += hvlen
+                headers.append((hkey, hval))
+            if pos != rec_end:
+                raise CorruptRecordError("record length does not match its fields")
+            ts = header.max_timestamp if log_append else base_ts + ts_delta
+            out.append(Record(base_offset + off_delta, ts, key, value, headers))
+    except (IndexError, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(f"malformed record: {exc}") from exc
+    return out
+
+
+def validate_batch(batch: bytes | bytearray | memoryview) -> BatchHeader:
+    """Header of a batch a producer sent, after the checks Kafka makes before appending."""
+    view = memoryview(batch)
+    header = parse_batch_header(view)
+    if header.magic != 2:
+        raise CorruptRecordError(f"record batch magic {header.magic} is not supported")
+    if header.size != len(view):
+        raise CorruptRecordError("record batch length does not match the bytes sent")
+    if not verify_crc(view):
+        raise CorruptRecordError("record batch CRC mismatch")
+    if header.records_count <= 0 and header.last_offset_delta < 0:
+        raise CorruptRecordError("record batch has no records")
+    return header
