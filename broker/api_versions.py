@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from functools import cache
 
 from kio.schema.errors import ErrorCode
 
+from protocol.build import make
 from protocol.codec import response_type
 
 from .context import RequestContext
@@ -31,6 +33,21 @@ def unsupported_api_versions_response():
     return cls(error_code=ErrorCode.unsupported_version, api_keys=_api_keys(0))
 
 
+@cache
+def _response(version: int, error: ErrorCode):
+    # Routes are all registered at import time, so each version's answer never changes.
+    return make(
+        response_type(API_VERSIONS_KEY, version),
+        error_code=error,
+        api_keys=_api_keys(version),
+        throttle_time=ZERO_THROTTLE,
+        supported_features=(),
+        finalized_features_epoch=-1,
+        finalized_features=(),
+        zk_migration_ready=False,
+    )
+
+
 @api(API_VERSIONS_KEY, 0, 4)
 def handle_api_versions(ctx: RequestContext, req):
     error = ErrorCode.none
@@ -39,12 +56,4 @@ def handle_api_versions(ctx: RequestContext, req):
         and _SOFTWARE.fullmatch(req.client_software_version or "")
     ):
         error = ErrorCode.invalid_request
-    return ctx.respond(
-        error_code=error,
-        api_keys=_api_keys(ctx.api_version),
-        throttle_time=ZERO_THROTTLE,
-        supported_features=(),
-        finalized_features_epoch=-1,
-        finalized_features=(),
-        zk_migration_ready=False,
-    )
+    return _response(ctx.api_version, error)

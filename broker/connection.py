@@ -41,6 +41,7 @@ class KafkaConnection(asyncio.Protocol):
         self._paused = False
         self._closed = False
         self._task: asyncio.Task | None = None
+        self._out: list[bytes] = []  # responses ready in this drain, written with one syscall
         self._idle_handle: asyncio.TimerHandle | None = None
         self._idle_ms = broker.config.get_int("connections.max.idle.ms")
         self._last_active = time.monotonic()
@@ -97,9 +98,11 @@ class KafkaConnection(asyncio.Protocol):
             corr, api_codec, result = outcome
             if hasattr(result, "__await__"):
                 self._busy = True
+                self._flush()
                 self._task = asyncio.ensure_future(self._finish(corr, api_codec, result))
                 return
             self._send(corr, api_codec, result)
+        self._flush()
         if self._paused and self.transport and not self._closed:
             self._paused = False
             self.transport.resume_reading()
@@ -156,6 +159,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         write = getattr(result, "write_to", None)
         if write is not None:  # a pre-framed response (e.g. Fetch splicing log bytes)
+            self._flush()
             write(self.transport, corr, api_codec)
             return
         try:
@@ -165,7 +169,13 @@ class KafkaConnection(asyncio.Protocol):
                           api_codec.api_key, api_codec.version, self.peer)
             self.close(None)
             return
-        self.transport.write(data)
+        self._out.append(data)
+
+    def _flush(self) -> None:
+        out = self._out
+        if out and self.transport is not None and not self._closed:
+            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        out.clear()
 
     # Lifecycle ---------------------------------------------------------------------------
     def _check_idle(self) -> None:

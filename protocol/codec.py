@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -31,6 +31,9 @@ class ApiCodec:
     flexible: bool
     _read: Any
     _write: Any
+    # One-slot memo (body object, encoded bytes): handlers that answer with the same immutable
+    # response object (ApiVersions, empty Heartbeat answers) skip re-encoding it.
+    _memo: list = field(default_factory=lambda: [None, b""])
 
     def decode(self, frame: bytes, offset: int) -> Any:
         """Decode the body at ``offset``; trailing bytes are tolerated (librdkafka sends them)."""
@@ -42,16 +45,18 @@ class ApiCodec:
 
     def encode_response(self, correlation_id: int, body: Any) -> bytes:
         """Frame (size prefix) + response header + body."""
-        buf = io.BytesIO()
-        buf.write(b"\0\0\0\0")
+        memo = self._memo
+        if memo[0] is body:
+            encoded = memo[1]
+        else:
+            buf = io.BytesIO()
+            self._write(buf, body)
+            encoded = buf.getvalue()
+            memo[0], memo[1] = body, encoded
         # KIP-511: the ApiVersions response always uses header v0.
         flexible_header = self.flexible and self.api_key != API_VERSIONS_KEY
-        buf.write(response_header(correlation_id, flexible_header))
-        self._write(buf, body)
-        out = buf.getbuffer()
-        _I32.pack_into(out, 0, len(out) - 4)
-        del out
-        return buf.getvalue()
+        header = response_header(correlation_id, flexible_header)
+        return _I32.pack(len(header) + len(encoded)) + header + encoded
 
     def encode_request_body(self, body: Any) -> bytes:
         buf = io.BytesIO()

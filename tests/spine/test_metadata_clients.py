@@ -72,7 +72,10 @@ def test_unknown_topic_without_auto_create(kafka_broker_factory):
 
 
 def test_internal_topics_listed_as_internal(broker):
-    broker.run(broker.broker.logs.create_topic("__consumer_offsets", 2, internal=True))
+    logs = broker.broker.logs
+    if logs.topic("__consumer_offsets") is None:  # the coordinator creates it when present
+        broker.run(logs.create_topic("__consumer_offsets", 2, internal=True))
+    expected = logs.topic("__consumer_offsets").partitions
     from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
@@ -81,7 +84,7 @@ def test_internal_topics_listed_as_internal(broker):
     finally:
         admin.close()
     assert topics["__consumer_offsets"]["is_internal"] is True
-    assert len(topics["__consumer_offsets"]["partitions"]) == 2
+    assert len(topics["__consumer_offsets"]["partitions"]) == expected
 
 
 def test_kcat_lists_metadata(broker):
