@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from . import admin_cli
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
 from .server import Broker
@@ -21,7 +22,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
     serve.add_argument("--log-level", default="INFO")
+    admin_cli.add_parser(sub)
+    pipeline = sub.add_parser("pipeline", add_help=False,
+                              help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
+    pipeline.add_argument("args", nargs=argparse.REMAINDER)
     return parser
+
+
+def run_pipeline(argv: list[str]) -> int:
+    # Imported only here: the broker never imports pyspark.
+    from pipeline.cli import main as pipeline_main
+
+    return pipeline_main(argv)
 
 
 async def serve(config: BrokerConfig) -> None:
@@ -40,7 +52,12 @@ async def serve(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
+        return run_pipeline(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "groups":
+        return admin_cli.run(args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":

@@ -33,6 +33,15 @@ DEFAULTS: dict[str, str] = {
     "log.message.timestamp.type": "CreateTime",
     "log.cleanup.policy": "delete",
     "log.index.interval.bytes": "4096",
+    "log.roll.hours": "168",
+    "log.cleaner.backoff.ms": "15000",
+    "log.cleaner.delete.retention.ms": "86400000",
+    "log.cleaner.min.compaction.lag.ms": "0",
+    "log.message.timestamp.after.max.ms": "3600000",
+    "log.message.timestamp.before.max.ms": "9223372036854775807",
+    "compression.type": "producer",
+    "min.insync.replicas": "1",
+    "delete.topic.enable": "true",
     # Group coordinator (Kafka defaults; initial delay 0 as in Kafka's shipped dev config).
     "offsets.topic.num.partitions": "50",
     "offsets.topic.replication.factor": "1",
@@ -46,6 +55,8 @@ DEFAULTS: dict[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
     "group.coordinator.append.linger.ms": "10",
+    "offsets.topic.compression.codec": "0",
+    "offsets.load.buffer.size": "5242880",
 }
 
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from coordinator.clock import SystemClock
 from storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from . import handlers  # noqa: F401  (registers every API route)
 from .config import BrokerConfig
 from .connection import KafkaConnection
+from .offsets_log import start_coordinator
+
+if TYPE_CHECKING:
+    from coordinator.service import GroupCoordinator
 
 log = logging.getLogger("kafkette.broker")
 
@@ -28,17 +33,19 @@ class Broker:
     def __init__(self, config: BrokerConfig | Mapping[str, Any] | None = None, *,
                  clock: Any | None = None) -> None:
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
-        self.clock = clock
+        self.clock = clock if clock is not None else SystemClock()
         self.cluster_id = self.config.get_str("cluster.id")
         self.connections: set[KafkaConnection] = set()
         self.logs = LogManager(self.config)
         self._server: asyncio.Server | None = None
         self._bound: tuple[str, int] | None = None
         self._create_lock = asyncio.Lock()
+        self.coordinator: GroupCoordinator | None = None
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         await self.logs.start()
+        self.coordinator = await start_coordinator(self)
         listener = self.config.listener
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
@@ -57,6 +64,9 @@ class Broker:
                 conn.close(None)
             await self._server.wait_closed()
             self._server = None
+        if self.coordinator is not None:
+            await self.coordinator.stop()
+            self.coordinator = None
         await self.logs.stop()
 
     async def __aenter__(self) -> Broker:

@@ -1,0 +1,100 @@
+"""Heartbeats/s and durable commits/s under a pipelined load from a separate process.
+
+Each run starts ``python -m bench.figures.loadgen`` twice (see that module): 32 connections, one
+group each, 8 identical requests in flight per connection, counted for 1.5 s after a 0.3 s ramp.
+Heartbeat: each group has one joined member. Commit: OffsetCommit of one partition to a simple
+group; kafkette answers only once the offset record is appended to ``__consumer_offsets`` under
+its flush policy. Before the runs, a probe commits one offset, kills the broker with SIGKILL as
+soon as the commit is acknowledged and restarts it: a target that lost the commit gets a note
+saying its commits are not durable.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+from bench.figures.base import Context, Figure, Row
+from bench.figures.loadgen import check_response, commit_frame
+from bench.figures.wire import (
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    OFFSET_COMMIT,
+    SYNC_GROUP,
+    WireClient,
+)
+from bench.peers import ROOT, Server
+
+
+def loadgen(bootstrap: str, mode: str, topic: str, timeout: float = 60) -> float:
+    done = subprocess.run([sys.executable, "-m", "bench.figures.loadgen", "--bootstrap",
+                           bootstrap, "--mode", mode, "--topic", topic],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"loadgen {mode}: {done.stderr.strip().splitlines()[-1:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if out["bad"]:
+        raise RuntimeError(f"loadgen {mode}: {out['bad']} responses with an error")
+    return out["rate"]
+
+
+def survives_kill(server: Server, topic: str) -> bool:
+    """Commit one offset, SIGKILL the broker as soon as it is acknowledged, restart: still there?"""
+    from bench.figures.replay import wait_served
+
+    with WireClient(server.bootstrap) as client:
+        version, frame = commit_frame(client, "replay-0000", topic, 1, 42)
+        check_response(OFFSET_COMMIT, version, client.pipeline([frame])[0])
+    server.kill()
+    server.start()
+    try:
+        wait_served(server, topic, 0, 42, 1, timeout=10)
+        return True
+    except TimeoutError:
+        return False
+
+
+_DURABLE: dict[str, bool] = {}
+
+
+def durability_note(server: Server) -> str | None:
+    """None if an acknowledged commit survives kill -9 (probed once per target per bench run)."""
+    name = server.target.name
+    if name not in _DURABLE:
+        topic = f"probe-{uuid.uuid4().hex[:8]}"
+        with WireClient(server.bootstrap) as client:
+            client.create_topic(topic, 1)
+        _DURABLE[name] = survives_kill(server, topic)
+    if _DURABLE[name]:
+        return None
+    return (f"{name}: not durable — an acknowledged commit was lost when the broker was killed "
+            "(kill -9) right after it, checked in this run")
+
+
+class Load(Figure):
+    def prepare(self, server: Server) -> str:
+        tag = uuid.uuid4().hex[:8]
+        note = durability_note(server)
+        if note:
+            self.notes[f"{server.target.name}:commit"] = note
+        with WireClient(server.bootstrap) as client:
+            client.create_topic(f"load-{tag}", 1)
+        return f"load-{tag}"
+
+    def measure(self, ctx: Context) -> dict[str, float]:
+        assert ctx.server is not None
+        return {"heartbeat": loadgen(ctx.server.bootstrap, "heartbeat", ctx.state),
+                "commit": loadgen(ctx.server.bootstrap, "commit", ctx.state)}
+
+
+FIGURES = [Load(
+    name="load", title="Pipelined coordinator load from a separate process",
+    rows=(Row("heartbeat", "heartbeats/s (32 conns × 8 in flight)", "/s", 1,
+              higher_is_better=True),
+          Row("commit", "durable commits/s (32 conns × 8 in flight)", "/s", 1,
+              higher_is_better=True)),
+    needs=(FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT),
+)]

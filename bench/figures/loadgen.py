@@ -1,0 +1,219 @@
+"""Pipelined group-coordinator load from a separate process.
+
+``python -m bench.figures.loadgen --bootstrap HOST:PORT --mode heartbeat|commit --topic T``
+
+Setup (untimed): one group per connection. heartbeat: the connection joins its group as the only
+member (JoinGroup, with the KIP-394 member-id round trip where the version needs it, then
+SyncGroup as leader); commit: a "simple" group (generation -1, no member). Load: every connection
+keeps ``--depth`` identical requests in flight (Heartbeat, or OffsetCommit of one partition) and
+sends one more per response. A response counts only if it is byte-identical to the first one,
+which was decoded and checked to carry no error. Prints one JSON line: responses/s over
+``--seconds`` after a short ramp, and the number of non-identical (failed) responses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import struct
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from bench.figures.wire import (
+    HEARTBEAT,
+    JOIN_GROUP,
+    OFFSET_COMMIT,
+    SYNC_GROUP,
+    KafkaError,
+    WireClient,
+    error_name,
+)
+from protocol.build import item_type, make
+from protocol.codec import decode_response, request_type
+
+MEMBER_ID_REQUIRED = 79
+REBALANCE_IN_PROGRESS = 27
+SESSION_MS = 10000  # aiokafka's default; also its default rebalance timeout
+
+
+def _str16(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def subscription(topic: str) -> bytes:
+    """ConsumerProtocolSubscription v0: the member subscribes to ``topic``."""
+    return struct.pack(">hi", 0, 1) + _str16(topic) + struct.pack(">i", -1)
+
+
+def assignment_of(topic: str, partitions: list[int]) -> bytes:
+    """ConsumerProtocolAssignment v0."""
+    return (struct.pack(">hi", 0, 1) + _str16(topic) + struct.pack(">i", len(partitions))
+            + b"".join(struct.pack(">i", p) for p in partitions) + struct.pack(">i", -1))
+
+
+def join(client: WireClient, group: str, topic: str, session_ms: int = SESSION_MS,
+         rebalance_ms: int = SESSION_MS) -> tuple[int, str]:
+    """Join ``group`` as its only member and sync as leader; returns (generation, member id)."""
+    version = client.version(JOIN_GROUP)
+    req = request_type(JOIN_GROUP, version)
+    protocol = make(item_type(req, "protocols"), name="range", metadata=subscription(topic))
+    fields = dict(group_id=group, session_timeout=session_ms, rebalance_timeout=rebalance_ms,
+                  member_id="", group_instance_id=None, protocol_type="consumer",
+                  protocols=(protocol,), reason=None)
+    sync_version = client.version(SYNC_GROUP)
+    sync_req = request_type(SYNC_GROUP, sync_version)
+    for _attempt in range(10):
+        resp = client.request(JOIN_GROUP, version, **fields)
+        if int(resp.error_code) == MEMBER_ID_REQUIRED:
+            fields["member_id"] = resp.member_id
+            resp = client.request(JOIN_GROUP, version, **fields)
+        if int(resp.error_code) != 0:
+            raise KafkaError(f"JoinGroup {group}: {error_name(int(resp.error_code))}")
+        fields["member_id"] = resp.member_id
+        assignment = make(item_type(sync_req, "assignments"), member_id=resp.member_id,
+                          assignment=assignment_of(topic, [0]))
+        sync = client.request(SYNC_GROUP, sync_version, group_id=group,
+                              generation_id=resp.generation_id, member_id=resp.member_id,
+                              group_instance_id=None, protocol_type="consumer",
+                              protocol_name="range", assignments=(assignment,))
+        if int(sync.error_code) == REBALANCE_IN_PROGRESS:
+            continue
+        if int(sync.error_code) != 0:
+            raise KafkaError(f"SyncGroup {group}: {error_name(int(sync.error_code))}")
+        return resp.generation_id, resp.member_id
+    raise KafkaError(f"group {group} kept rebalancing")
+
+
+def heartbeat_frame(client: WireClient, group: str, topic: str) -> tuple[int, bytes]:
+    generation, member = join(client, group, topic)
+    version = client.version(HEARTBEAT)
+    return version, client.encode(HEARTBEAT, version, group_id=group, generation_id=generation,
+                                  member_id=member, group_instance_id=None)
+
+
+def commit_frame(client: WireClient, group: str, topic: str, partitions: int = 1,
+                 offset: int = 1, generation: int = -1, member: str = "") -> tuple[int, bytes]:
+    version = client.version(OFFSET_COMMIT)
+    req = request_type(OFFSET_COMMIT, version)
+    topic_cls = item_type(req, "topics")
+    part_cls = item_type(topic_cls, "partitions")
+    parts = tuple(make(part_cls, partition_index=p, committed_offset=offset,
+                       committed_leader_epoch=-1, commit_timestamp=-1, committed_metadata="")
+                  for p in range(partitions))
+    return version, client.encode(
+        OFFSET_COMMIT, version, group_id=group, generation_id_or_member_epoch=generation,
+        generation_id=generation, member_id=member, group_instance_id=None, retention_time_ms=-1,
+        topics=(make(topic_cls, name=topic, partitions=parts),))
+
+
+def check_response(api_key: int, version: int, frame: bytes) -> None:
+    _, body = decode_response(api_key, version, frame)
+    codes = [int(body.error_code)] if hasattr(body, "error_code") else [
+        int(p.error_code) for t in body.topics for p in t.partitions]
+    bad = [c for c in codes if c != 0]
+    if bad:
+        raise KafkaError(f"{type(body).__name__}: {error_name(bad[0])}")
+
+
+class Pump(asyncio.Protocol):
+    """Keeps ``depth`` copies of one request in flight; counts identical responses."""
+
+    def __init__(self, request: bytes, response: bytes, depth: int) -> None:
+        self.request, self.response, self.depth = request, response, depth
+        self.size = len(response)
+        self.buf = bytearray()
+        self.ok = 0
+        self.bad = 0
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        transport.write(self.request * self.depth)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        n = len(self.buf) // self.size
+        if not n:
+            return
+        chunk = bytes(self.buf[:n * self.size])
+        del self.buf[:n * self.size]
+        if chunk == self.response * n:
+            self.ok += n
+        else:  # a different response (an error): count per frame
+            for i in range(n):
+                if chunk[i * self.size:(i + 1) * self.size] == self.response:
+                    self.ok += 1
+                else:
+                    self.bad += 1
+        assert self.transport is not None
+        self.transport.write(self.request * n)
+
+
+async def drive(clients: list[WireClient], frames: list[bytes], responses: list[bytes],
+                depth: int, seconds: float, ramp: float) -> tuple[float, int]:
+    loop = asyncio.get_running_loop()
+    pumps = []
+    for client, frame, resp in zip(clients, frames, responses, strict=True):
+        _, pump = await loop.create_connection(
+            lambda f=frame, r=resp: Pump(f, r, depth), sock=client.sock)
+        pumps.append(pump)
+    await asyncio.sleep(ramp)
+    start_ok = sum(p.ok for p in pumps)
+    t0 = time.perf_counter()
+    await asyncio.sleep(seconds)
+    elapsed = time.perf_counter() - t0
+    done = sum(p.ok for p in pumps) - start_ok
+    bad = sum(p.bad for p in pumps)
+    for p in pumps:
+        assert p.transport is not None
+        p.transport.abort()
+    return done / elapsed, bad
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--mode", choices=["heartbeat", "commit"], required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--depth", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=1.5)
+    parser.add_argument("--ramp", type=float, default=0.3)
+    args = parser.parse_args()
+    tag = uuid.uuid4().hex[:8]
+
+    def setup(i: int) -> tuple[WireClient, bytes, bytes]:
+        client = WireClient(args.bootstrap)
+        group = f"{args.mode}-{tag}-{i}"
+        if args.mode == "heartbeat":
+            version, frame = heartbeat_frame(client, group, args.topic)
+            api_key = HEARTBEAT
+        else:
+            version, frame = commit_frame(client, group, args.topic)
+            api_key = OFFSET_COMMIT
+        client.sock.sendall(frame)
+        response = client.read_frame()
+        check_response(api_key, version, response)
+        return client, frame, len(response).to_bytes(4, "big") + response
+
+    # Groups are set up in parallel: a broker may delay each first join (initial rebalance delay).
+    with ThreadPoolExecutor(args.connections) as pool:
+        ready = list(pool.map(setup, range(args.connections)))
+    clients = [r[0] for r in ready]
+    frames = [r[1] for r in ready]
+    responses = [r[2] for r in ready]
+    try:
+        import uvloop
+
+        run = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    rate, bad = run(drive(clients, frames, responses, args.depth, args.seconds, args.ramp))
+    print(json.dumps({"rate": rate, "bad": bad}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""AlterConfigs (key 33, versions 0-2) and IncrementalAlterConfigs (key 44, versions 0-1)
+for topics. Broker configs are static in kafkette: changing one is refused as Kafka refuses a
+read-only broker config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from protocol.build import item_type, make
+from storage.topic_config import LIST, TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
+
+from ..context import RequestContext
+from ..registry import api
+
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+class _Reject(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
+    out = dict(current)
+    for c in configs:
+        d = TOPIC_CONFIGS.get(c.name)
+        if d is None:
+            raise _Reject(ErrorCode.invalid_config, f"Unknown topic config name: {c.name}")
+        op = c.config_operation
+        if op == SET:
+            if c.value is None:
+                raise _Reject(ErrorCode.invalid_config, f"Null value not supported for : {c.name}")
+            out[c.name] = c.value
+        elif op == DELETE:
+            out.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            if d.type != LIST:
+                raise _Reject(ErrorCode.invalid_config,
+                              f"Config value append is not allowed for config key: {c.name}"
+                              if op == APPEND else
+                              f"Config value subtract is not allowed for config key: {c.name}")
+            items = [v for v in out.get(c.name, d.default).split(",") if v.strip()]
+            values = [v.strip() for v in (c.value or "").split(",") if v.strip()]
+            if op == APPEND:
+                items += [v for v in values if v not in items]
+            else:
+                items = [v for v in items if v not in values]
+            out[c.name] = ",".join(items)
+        else:
+            raise _Reject(ErrorCode.invalid_request, f"Unknown config operation {op}")
+    return out
+
+
+async def _alter(ctx: RequestContext, req: Any,
+                 new_configs: Callable[[dict[str, str], Any], dict[str, str]]):
+    cls = ctx.response_type
+    result_cls = item_type(cls, "responses")
+    logs = ctx.broker.logs
+    results = []
+    for res in req.resources:
+        code, message = ErrorCode.none, None
+        try:
+            if res.resource_type == TOPIC:
+                info = logs.topic(res.resource_name)
+                if info is None:
+                    raise _Reject(ErrorCode.unknown_topic_or_partition,
+                                  "This server does not host this topic-partition.")
+                try:
+                    overrides = validate_topic_configs(new_configs(dict(info.configs), res.configs))
+                except InvalidConfigError as exc:
+                    raise _Reject(ErrorCode.invalid_config, str(exc)) from None
+                if not req.validate_only:
+                    await logs.alter_topic_configs(info.name, overrides)
+            elif res.resource_type == BROKER:
+                names = ", ".join(c.name for c in res.configs)
+                raise _Reject(ErrorCode.invalid_config,
+                              f"Cannot update these configs dynamically: Set({names})")
+            else:
+                raise _Reject(ErrorCode.invalid_request,
+                              f"Unsupported resource type {res.resource_type}")
+        except _Reject as rej:
+            code, message = rej.code, rej.message
+        results.append(make(result_cls, error_code=code, error_message=message,
+                            resource_type=res.resource_type, resource_name=res.resource_name))
+    return make(cls, throttle_time=timedelta(0), responses=tuple(results))
+
+
+@api(44, 0, 1)
+async def handle_incremental_alter_configs(ctx: RequestContext, req: Any):
+    return await _alter(ctx, req, _incremental)
+
+
+@api(33, 0, 2)
+async def handle_alter_configs(ctx: RequestContext, req: Any):
+    # Legacy AlterConfigs replaces every override of the resource with the given set.
+    return await _alter(ctx, req, lambda _current, configs: {c.name: c.value for c in configs})

@@ -1,0 +1,87 @@
+"""Adapts a storage PartitionLog of ``__consumer_offsets`` to the coordinator's log interface."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from protocol.records import build_batch, decode_records
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_CHUNK_BATCHES = 2000
+
+_CODECS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def compression_codec(value: str) -> int:
+    """offsets.topic.compression.codec: Kafka takes the numeric id; names are accepted too."""
+    value = value.strip().lower()
+    return int(value) if value.isdigit() else _CODECS.get(value, 0)
+
+
+class PartitionOffsetsLog:
+    def __init__(self, plog: Any, compression: int = 0) -> None:
+        self.plog = plog
+        self.compression = compression
+
+    async def append(self, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        await self.plog.append(build_batch(records, compression=self.compression))
+
+    async def read(self) -> AsyncIterator[Sequence[tuple[bytes, bytes | None]]]:
+        batches = self.plog.iter_batches(0)
+        while True:
+            chunk = await asyncio.to_thread(_decode_some, batches)
+            if chunk is None:
+                return
+            if chunk:
+                yield chunk
+
+
+def _decode_some(batches: Any) -> list[tuple[bytes, bytes | None]] | None:
+    out: list[tuple[bytes, bytes | None]] = []
+    for i, (header, data) in enumerate(batches):
+        if not header.is_control:
+            for rec in decode_records(data):
+                if rec.key is not None:
+                    out.append((bytes(rec.key), None if rec.value is None else bytes(rec.value)))
+        if i + 1 >= _CHUNK_BATCHES:
+            return out
+    return out or None
+
+
+def coordinator_config(config: Any) -> Any:
+    from coordinator.shard import CoordinatorConfig
+
+    return CoordinatorConfig(
+        initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
+        min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
+        max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
+        max_group_size=config.get_int("group.max.size"),
+        offset_metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
+        offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
+        retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
+        append_linger_ms=config.get_int("group.coordinator.append.linger.ms"),
+    )
+
+
+async def start_coordinator(broker: Any) -> Any:
+    """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
+    from coordinator.service import GroupCoordinator
+
+    config = broker.config
+    logs = broker.logs
+    info = logs.topic(OFFSETS_TOPIC)
+    if info is None:
+        info = await logs.create_topic(
+            OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
+            {"cleanup.policy": "compact",
+             "segment.bytes": config.get_str("offsets.topic.segment.bytes"),
+             "compression.type": "producer"},
+            internal=True)
+    codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
+    coord = GroupCoordinator(
+        config.node_id, info.partitions, broker.clock, coordinator_config(config),
+        lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec))
+    await coord.start()
+    return coord

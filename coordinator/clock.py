@@ -1,0 +1,108 @@
+"""Time for the coordinator: wall-clock ms plus keyed one-shot timers.
+
+``schedule(key, ...)`` replaces a pending timer with the same key (Kafka's timer keys:
+``join-<group>``, ``sync-<group>``, ``heartbeat-<group>-<member>``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object]) -> None: ...
+
+    def cancel(self, key: str) -> None: ...
+
+
+class SystemClock:
+    """Wall-clock time; timers run on the event loop that is current when first used."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._loop = loop
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object]) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        old = self._timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+
+        def fire() -> None:
+            if self._timers.get(key) is handle:
+                del self._timers[key]
+            callback()
+
+        handle = self._loop.call_later(max(delay_ms, 0) / 1000, fire)
+        self._timers[key] = handle
+
+    def cancel(self, key: str) -> None:
+        handle = self._timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
+    def cancel_all(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
+    def pending(self) -> int:
+        return len(self._timers)
+
+
+class ManualClock:
+    """Test clock: time moves only by ``advance(ms)``, which fires due timers in time order.
+
+    Use it on the broker's loop (``ThreadedBroker.run(clock.advance, ms)``).
+    """
+
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self._now = start_ms
+        self._seq = itertools.count()
+        self._heap: list[tuple[int, int, str]] = []
+        self._timers: dict[str, tuple[int, int, Callable[[], object]]] = {}
+
+    def now_ms(self) -> int:
+        return self._now
+
+    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object]) -> None:
+        entry = (self._now + max(delay_ms, 0), next(self._seq), callback)
+        self._timers[key] = entry
+        heapq.heappush(self._heap, (entry[0], entry[1], key))
+
+    def cancel(self, key: str) -> None:
+        self._timers.pop(key, None)
+
+    def cancel_all(self) -> None:
+        self._timers.clear()
+        self._heap.clear()
+
+    def pending(self) -> int:
+        return len(self._timers)
+
+    def deadline(self, key: str) -> int | None:
+        entry = self._timers.get(key)
+        return None if entry is None else entry[0]
+
+    def advance(self, ms: int = 0) -> None:
+        target = self._now + ms
+        while self._heap and self._heap[0][0] <= target:
+            due, seq, key = heapq.heappop(self._heap)
+            entry = self._timers.get(key)
+            if entry is None or entry[1] != seq:
+                continue  # cancelled or replaced
+            del self._timers[key]
+            self._now = max(self._now, due)
+            entry[2]()
+        self._now = target

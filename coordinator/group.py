@@ -1,0 +1,328 @@
+"""Classic group and member state (Kafka's ClassicGroup / ClassicGroupMember), no I/O."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import struct
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, CoordinatorError
+
+CONSUMER_PROTOCOL = "consumer"
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+_VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+
+Protocols = tuple[tuple[str, bytes], ...]
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    assignment: bytes = b""
+    is_new: bool = False
+    join_future: asyncio.Future | None = None
+    sync_future: asyncio.Future | None = None
+
+    @property
+    def awaiting_join(self) -> bool:
+        return self.join_future is not None
+
+    @property
+    def awaiting_sync(self) -> bool:
+        return self.sync_future is not None
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        raise KeyError(protocol)
+
+    def has_satisfied_heartbeat(self) -> bool:
+        # A new member may be expired while awaiting join; an established one awaiting
+        # join/sync is alive (the client cannot heartbeat while its request is parked).
+        if self.is_new:
+            return False
+        return self.awaiting_join or self.awaiting_sync
+
+    def vote(self, candidates: set[str]) -> str:
+        return next(name for name, _ in self.protocols if name in candidates)
+
+
+def new_member_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+@dataclass(slots=True)
+class ClassicGroup:
+    group_id: str
+    now_ms: int
+    state: GroupState = GroupState.EMPTY
+    previous_state: GroupState | None = None
+    state_timestamp: int | None = None
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)
+    pending_join: set[str] = field(default_factory=set)
+    pending_sync: set[str] = field(default_factory=set)
+    supported: Counter = field(default_factory=Counter)
+    awaiting_join_count: int = 0
+    new_member_added: bool = False
+    subscribed_topics: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.state_timestamp is None:
+            self.state_timestamp = self.now_ms
+
+    # State -----------------------------------------------------------------------------------
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def transition(self, target: GroupState, now_ms: int) -> None:
+        if self.state not in _VALID_PREVIOUS[target]:
+            raise RuntimeError(f"group {self.group_id}: illegal transition {self.state} -> {target}")
+        self.previous_state = self.state
+        self.state = target
+        self.state_timestamp = now_ms
+
+    def can_rebalance(self) -> bool:
+        return self.state in _VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]
+
+    @property
+    def is_empty_state(self) -> bool:
+        return self.state is GroupState.EMPTY
+
+    # Membership ------------------------------------------------------------------------------
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_pending(self, member_id: str) -> bool:
+        return member_id in self.pending_join
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def add(self, member: Member, future: asyncio.Future | None = None) -> None:
+        if member.group_instance_id is not None:
+            if member.group_instance_id in self.static_members:
+                raise RuntimeError(f"static member {member.group_instance_id} already present")
+            self.static_members[member.group_instance_id] = member.member_id
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        self.supported.update(name for name, _ in member.protocols)
+        member.join_future = future
+        if future is not None:
+            self.awaiting_join_count += 1
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.pending_join.discard(member.member_id)
+
+    def remove(self, member_id: str) -> None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self.supported.subtract(name for name, _ in member.protocols)
+            if member.awaiting_join:
+                self.awaiting_join_count -= 1
+            if member.group_instance_id is not None:
+                self.static_members.pop(member.group_instance_id, None)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        self.pending_join.discard(member_id)
+        self.pending_sync.discard(member_id)
+
+    def update_member(self, member: Member, protocols: Protocols, rebalance_timeout_ms: int,
+                      session_timeout_ms: int, future: asyncio.Future | None) -> None:
+        self.supported.subtract(name for name, _ in member.protocols)
+        member.protocols = protocols
+        self.supported.update(name for name, _ in protocols)
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.session_timeout_ms = session_timeout_ms
+        if future is not None and not member.awaiting_join:
+            self.awaiting_join_count += 1
+        elif future is None and member.awaiting_join:
+            self.awaiting_join_count -= 1
+        member.join_future = future
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str,
+                              join_fence: Any = None, sync_fence: Any = None) -> Member:
+        old = self.members.pop(old_id)
+        self.complete_join(old, join_fence)
+        self.complete_sync(old, sync_fence)
+        new = Member(new_id, old.group_instance_id, old.client_id, old.client_host,
+                     old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
+                     old.protocols, old.assignment)
+        self.members[new_id] = new
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
+        self.static_members[instance_id] = new_id
+        return new
+
+    def validate_member(self, member_id: str, instance_id: str | None) -> None:
+        if instance_id is not None:
+            existing = self.static_members.get(instance_id)
+            if existing is None:
+                raise CoordinatorError(UNKNOWN_MEMBER_ID)
+            if existing != member_id:
+                raise CoordinatorError(FENCED_INSTANCE_ID)
+        elif member_id not in self.members:
+            raise CoordinatorError(UNKNOWN_MEMBER_ID)
+
+    def has_all_members_joined(self) -> bool:
+        return len(self.members) == self.awaiting_join_count and not self.pending_join
+
+    def not_yet_rejoined(self) -> list[Member]:
+        return [m for m in self.members.values() if not m.awaiting_join]
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        if self.leader_id is None:
+            return False
+        leader = self.members.get(self.leader_id)
+        if leader is not None and leader.awaiting_join:
+            return True
+        for member in self.members.values():
+            if member.awaiting_join:
+                self.leader_id = member.member_id
+                return True
+        return False
+
+    # Protocols -------------------------------------------------------------------------------
+    def supports_protocols(self, protocol_type: str, protocols: Protocols) -> bool:
+        if self.state is GroupState.EMPTY:
+            return bool(protocol_type) and bool(protocols)
+        n = len(self.members)
+        return protocol_type == self.protocol_type and any(
+            self.supported[name] == n for name, _ in protocols)
+
+    def candidate_protocols(self) -> set[str]:
+        n = len(self.members)
+        return {name for name, count in self.supported.items() if count == n and n > 0}
+
+    def select_protocol(self) -> str:
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise RuntimeError(f"group {self.group_id}: no protocol supported by all members")
+        votes = Counter(m.vote(candidates) for m in self.members.values())
+        return votes.most_common(1)[0][0]
+
+    def init_next_generation(self, now_ms: int) -> None:
+        self.generation += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.subscribed_topics = self.compute_subscribed_topics()
+            self.transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        else:
+            self.protocol_name = None
+            self.subscribed_topics = self.compute_subscribed_topics()
+            self.transition(GroupState.EMPTY, now_ms)
+        self.pending_sync.clear()
+
+    def uses_consumer_protocol(self) -> bool:
+        return self.protocol_type == CONSUMER_PROTOCOL
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        if self.protocol_type != CONSUMER_PROTOCOL:
+            return None
+        if not self.members:
+            return frozenset()
+        if self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for member in self.members.values():
+                topics.update(parse_subscription_topics(member.metadata(self.protocol_name)))
+        except (ValueError, KeyError, struct.error):
+            return None
+        return frozenset(topics)
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        if self.subscribed_topics is None:
+            return self.uses_consumer_protocol()
+        return topic in self.subscribed_topics
+
+    # Parked responses ------------------------------------------------------------------------
+    def complete_join(self, member: Member, response: Any) -> bool:
+        fut = member.join_future
+        if fut is None:
+            return False
+        member.join_future = None
+        self.awaiting_join_count -= 1
+        if not fut.done():
+            fut.set_result(response)
+        return True
+
+    def complete_sync(self, member: Member, response: Any) -> bool:
+        fut = member.sync_future
+        if fut is None:
+            return False
+        member.sync_future = None
+        if not fut.done():
+            fut.set_result(response)
+        return True
+
+    def leader_members(self) -> list[tuple[str, str | None, bytes]]:
+        """What the leader's JoinGroup response lists: id, instance id, selected-protocol metadata."""
+        assert self.protocol_name is not None
+        return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
+                for m in self.members.values()]
+
+
+def parse_subscription_topics(data: bytes) -> list[str]:
+    """Topics of an embedded ConsumerProtocolSubscription, parsed with the v0 prefix."""
+    pos = 2  # version
+    (count,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    if count < 0 or count > len(data):
+        raise ValueError("bad topic count")
+    topics = []
+    for _ in range(count):
+        (n,) = struct.unpack_from(">h", data, pos)
+        pos += 2
+        if n < 0 or pos + n > len(data):
+            raise ValueError("bad topic name")
+        topics.append(data[pos:pos + n].decode())
+        pos += n
+    # user data (nullable bytes) must be present for a valid v0 prefix
+    (n,) = struct.unpack_from(">i", data, pos)
+    if n > 0 and pos + 4 + n > len(data):
+        raise ValueError("bad user data")
+    return topics

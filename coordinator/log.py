@@ -1,0 +1,43 @@
+"""The coordinator's view of one ``__consumer_offsets`` partition: append records, read them back.
+
+The broker adapts a storage partition log to this (broker/offsets_log.py); tests use ``MemoryLog``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+RawRecord = tuple[bytes, bytes | None]
+
+
+class CoordinatorLog(Protocol):
+    async def append(self, records: Sequence[RawRecord]) -> None:
+        """Append records as one batch; returns once they are durable."""
+
+    def read(self) -> AsyncIterator[Sequence[RawRecord]]:
+        """Every record from the log start, in chunks, in log order."""
+
+
+class MemoryLog:
+    """In-memory log with hooks to hold or fail appends (for tests)."""
+
+    def __init__(self) -> None:
+        self.records: list[RawRecord] = []
+        self.batches = 0
+        self.fail_with: Exception | None = None
+        self.gate: asyncio.Event | None = None
+
+    async def append(self, records: Sequence[RawRecord]) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.records.extend(records)
+        self.batches += 1
+
+    async def read(self) -> AsyncIterator[Sequence[RawRecord]]:
+        chunk = 10_000
+        for i in range(0, len(self.records), chunk):
+            yield self.records[i:i + chunk]

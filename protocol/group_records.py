@@ -1,0 +1,277 @@
+"""``__consumer_offsets`` record keys and values (classic groups), byte-exact with Kafka.
+
+Key = int16 record type + key struct; value = int16 version + value struct, or None (tombstone).
+Written: OffsetCommitKey v1, OffsetCommitValue v3 (v1 when an expire timestamp is set),
+GroupMetadataKey v2, GroupMetadataValue v3. Read: every version, v4 values in flexible encoding.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class RecordDecodeError(ValueError):
+    """Bytes that do not decode as a known __consumer_offsets record."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownKey:
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitValue:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: tuple[MemberMetadata, ...] = ()
+
+
+RecordKey = OffsetCommitKey | GroupMetadataKey
+RecordValue = OffsetCommitValue | GroupMetadataValue
+
+
+# Encoding --------------------------------------------------------------------------------------
+
+def _str(out: bytearray, s: str) -> None:
+    data = s.encode()
+    out += _I16.pack(len(data))
+    out += data
+
+
+def _nstr(out: bytearray, s: str | None) -> None:
+    if s is None:
+        out += b"\xff\xff"
+    else:
+        _str(out, s)
+
+
+def _bytes(out: bytearray, b: bytes) -> None:
+    out += _I32.pack(len(b))
+    out += b
+
+
+def encode_key(key: RecordKey) -> bytes:
+    out = bytearray()
+    if isinstance(key, OffsetCommitKey):
+        out += _I16.pack(1)
+        _str(out, key.group)
+        _str(out, key.topic)
+        out += _I32.pack(key.partition)
+    elif isinstance(key, GroupMetadataKey):
+        out += _I16.pack(2)
+        _str(out, key.group)
+    else:
+        raise TypeError(f"cannot encode key {key!r}")
+    return bytes(out)
+
+
+def encode_value(value: RecordValue) -> bytes:
+    out = bytearray()
+    if isinstance(value, OffsetCommitValue):
+        if value.expire_timestamp is not None:
+            out += _I16.pack(1)
+            out += _I64.pack(value.offset)
+            _str(out, value.metadata)
+            out += _I64.pack(value.commit_timestamp)
+            out += _I64.pack(value.expire_timestamp)
+        else:
+            out += _I16.pack(3)
+            out += _I64.pack(value.offset)
+            out += _I32.pack(value.leader_epoch)
+            _str(out, value.metadata)
+            out += _I64.pack(value.commit_timestamp)
+    elif isinstance(value, GroupMetadataValue):
+        out += _I16.pack(3)
+        _str(out, value.protocol_type)
+        out += _I32.pack(value.generation)
+        _nstr(out, value.protocol)
+        _nstr(out, value.leader)
+        out += _I64.pack(value.current_state_timestamp)
+        out += _I32.pack(len(value.members))
+        for m in value.members:
+            _str(out, m.member_id)
+            _nstr(out, m.group_instance_id)
+            _str(out, m.client_id)
+            _str(out, m.client_host)
+            out += _I32.pack(m.rebalance_timeout)
+            out += _I32.pack(m.session_timeout)
+            _bytes(out, m.subscription)
+            _bytes(out, m.assignment)
+    else:
+        raise TypeError(f"cannot encode value {value!r}")
+    return bytes(out)
+
+
+# Decoding --------------------------------------------------------------------------------------
+
+class _Reader:
+    __slots__ = ("buf", "pos", "flexible")
+
+    def __init__(self, buf: bytes | memoryview, pos: int = 0, flexible: bool = False) -> None:
+        self.buf = bytes(buf)
+        self.pos = pos
+        self.flexible = flexible
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise RecordDecodeError("record truncated")
+        data = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return data
+
+    def i16(self) -> int:
+        return _I16.unpack(self._take(2))[0]
+
+    def i32(self) -> int:
+        return _I32.unpack(self._take(4))[0]
+
+    def i64(self) -> int:
+        return _I64.unpack(self._take(8))[0]
+
+    def uvarint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self._take(1)[0]
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 35:
+                raise RecordDecodeError("varint too long")
+
+    def _length(self, wide: bool) -> int:
+        if self.flexible:
+            return self.uvarint() - 1
+        return self.i32() if wide else self.i16()
+
+    def nstr(self) -> str | None:
+        n = self._length(False)
+        if n < 0:
+            return None
+        try:
+            return self._take(n).decode()
+        except UnicodeDecodeError as exc:
+            raise RecordDecodeError(str(exc)) from exc
+
+    def str(self) -> str:
+        s = self.nstr()
+        if s is None:
+            raise RecordDecodeError("null in a non-nullable string")
+        return s
+
+    def bytes(self) -> bytes:
+        n = self._length(True)
+        return b"" if n < 0 else self._take(n)
+
+    def array_len(self) -> int:
+        n = self._length(True)
+        return max(n, 0)
+
+    def tags(self) -> None:
+        if not self.flexible:
+            return
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self._take(self.uvarint())
+
+
+def decode_key(data: bytes | memoryview) -> RecordKey | UnknownKey:
+    r = _Reader(data)
+    version = r.i16()
+    if version in (0, 1):
+        return OffsetCommitKey(r.str(), r.str(), r.i32())
+    if version == 2:
+        return GroupMetadataKey(r.str())
+    return UnknownKey(version)
+
+
+def decode_value(key: RecordKey, data: bytes | memoryview | None) -> RecordValue | None:
+    if data is None:
+        return None
+    r = _Reader(data)
+    version = r.i16()
+    if isinstance(key, OffsetCommitKey):
+        return _offset_value(r, version)
+    if isinstance(key, GroupMetadataKey):
+        return _group_value(r, version)
+    raise RecordDecodeError(f"no value schema for key {key!r}")
+
+
+def _offset_value(r: _Reader, version: int) -> OffsetCommitValue:
+    if version not in range(5):
+        raise RecordDecodeError(f"unknown OffsetCommitValue version {version}")
+    r.flexible = version >= 4
+    offset = r.i64()
+    epoch = r.i32() if version >= 3 else -1
+    metadata = r.str()
+    commit_ts = r.i64()
+    expire = r.i64() if version == 1 else None
+    r.tags()
+    return OffsetCommitValue(offset, epoch, metadata, commit_ts, expire)
+
+
+def _group_value(r: _Reader, version: int) -> GroupMetadataValue:
+    if version not in range(5):
+        raise RecordDecodeError(f"unknown GroupMetadataValue version {version}")
+    r.flexible = version >= 4
+    protocol_type = r.str()
+    generation = r.i32()
+    protocol = r.nstr()
+    leader = r.nstr()
+    state_ts = r.i64() if version >= 2 else -1
+    members = []
+    for _ in range(r.array_len()):
+        member_id = r.str()
+        instance = r.nstr() if version >= 3 else None
+        client_id = r.str()
+        client_host = r.str()
+        rebalance = r.i32() if version >= 1 else -1
+        session = r.i32()
+        subscription = r.bytes()
+        assignment = r.bytes()
+        r.tags()
+        members.append(MemberMetadata(member_id, instance, client_id, client_host,
+                                      rebalance, session, subscription, assignment))
+    r.tags()
+    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))

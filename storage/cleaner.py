@@ -1,0 +1,155 @@
+"""Background log maintenance: time/size retention and key compaction.
+
+Compaction reads and rewrites sealed segments in a worker thread; only the final swap of
+segment objects happens on the event loop, so requests are never held up by it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from protocol.records import build_batch, decode_records, iter_batches
+
+from .log import PartitionLog
+from .segment import Segment, segment_name
+from .writer import DiskWriter
+
+log = logging.getLogger("kafkette.storage")
+
+
+def expired_segments(plog: PartitionLog, now_ms: int) -> list[Segment]:
+    """Leading sealed segments that retention.ms / retention.bytes say to delete."""
+    cfg = plog.config
+    if not cfg.delete:
+        return []
+    sealed = plog.segments[:-1]
+    out: list[Segment] = []
+    if cfg.retention_ms >= 0:
+        for seg in sealed:
+            if seg.max_timestamp < now_ms - cfg.retention_ms:
+                out.append(seg)
+            else:
+                break
+    if cfg.retention_bytes >= 0:
+        total = plog.size_bytes - sum(s.size for s in out)
+        for seg in sealed[len(out) :]:
+            if total - seg.size >= cfg.retention_bytes:
+                out.append(seg)
+                total -= seg.size
+            else:
+                break
+    return out
+
+
+def apply_retention(plog: PartitionLog, now_ms: int) -> int:
+    expired = expired_segments(plog, now_ms)
+    plog.delete_old_segments(expired, "retention")
+    return len(expired)
+
+
+async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
+    """Keep only the last record of each key in the sealed segments. True if it rewrote any."""
+    cfg = plog.config
+    if not cfg.compact or plog.closed:
+        return False
+    sealed = plog.segments[:-1]
+    # min.compaction.lag.ms: leave recent segments (and everything after them) alone.
+    cutoff = now_ms - cfg.min_compaction_lag_ms
+    for i, seg in enumerate(sealed):
+        if seg.max_timestamp > cutoff:
+            sealed = sealed[:i]
+            break
+    if not sealed or sealed[-1].next_offset <= plog.cleaned_upto:
+        return False
+    new = await asyncio.to_thread(_clean, plog, sealed, now_ms)
+    current = plog.segments
+    if plog.closed or any(s not in current for s in sealed):
+        await asyncio.to_thread(_discard, new)
+        return False
+
+    def swap_files() -> None:
+        for seg in new:
+            cleaned = seg.path.with_name(segment_name(seg.base_offset, ".log.cleaned"))
+            os.replace(cleaned, seg.path)
+            seg.fd = os.open(seg.path, os.O_RDWR)
+            offsets, times = seg.index_files(cfg.index_interval_bytes)
+            seg.path.with_name(segment_name(seg.base_offset, ".index")).write_bytes(offsets)
+            seg.path.with_name(segment_name(seg.base_offset, ".timeindex")).write_bytes(times)
+        dir_fd = os.open(plog.directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    await writer.call(swap_files)
+    plog.replace_segments(sealed, new)
+    plog.cleaned_upto = sealed[-1].next_offset
+    before = sum(s.size for s in sealed)
+    after = sum(s.size for s in new)
+    log.info("%s-%d: compacted %d segment(s) from %d to %d bytes", plog.topic, plog.partition,
+             len(sealed), before, after)
+    return True
+
+
+def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segment]:
+    cfg = plog.config
+    latest: dict[bytes, int] = {}
+    for header, data in plog.iter_batches(0):
+        if header.is_control:
+            continue
+        for rec in decode_records(data):
+            if rec.key is not None:
+                latest[rec.key] = rec.offset
+    horizon = now_ms - cfg.delete_retention_ms
+    out: list[Segment] = []
+    for seg in sealed:
+        assert seg.fd is not None
+        new = Segment(seg.path.parent, seg.base_offset, seg.created_ms)
+        new.sealed = True
+        cleaned = seg.path.with_name(segment_name(seg.base_offset, ".log.cleaned"))
+        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            pos = 0
+            data = os.pread(seg.fd, seg.size, 0)
+            for header, view in iter_batches(data):
+                raw = bytes(view)
+                if header.is_control:
+                    kept_bytes = raw
+                    last, max_ts = header.last_offset, header.max_timestamp
+                else:
+                    records = decode_records(raw)
+                    keep = [r for r in records if r.key is None or (
+                        latest.get(r.key) == r.offset
+                        and not (r.value is None and r.timestamp < horizon))]
+                    if not keep:
+                        continue
+                    if len(keep) == len(records):
+                        kept_bytes = raw
+                        last, max_ts = header.last_offset, header.max_timestamp
+                    else:
+                        kept_bytes = build_batch(
+                            keep, base_offset=header.base_offset, compression=header.compression,
+                            producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                            base_sequence=header.base_sequence,
+                            transactional=header.is_transactional,
+                            timestamp_type=header.timestamp_type,
+                            partition_leader_epoch=header.partition_leader_epoch)
+                        last = keep[-1].offset
+                        max_ts = max(r.timestamp for r in keep)
+                os.write(fd, kept_bytes)
+                new.add(last, pos, max_ts)
+                pos += len(kept_bytes)
+            new.size = pos
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        out.append(new)
+    return out
+
+
+def _discard(segments: list[Segment]) -> None:
+    for seg in segments:
+        Path(seg.path.with_name(segment_name(seg.base_offset, ".log.cleaned"))).unlink(missing_ok=True)

@@ -1,0 +1,650 @@
+"""A partition log: ordered segments of v2 record batches in one directory.
+
+Offsets are assigned on the event loop the moment ``append`` is called (so appends are ordered
+by call), the bytes go to the writer thread, and the log end offset readers see (the high
+watermark on a single node) advances only once the bytes are in the file and, when the flush
+policy asks for it, fsynced. A small append with nothing queued ahead of it and no fsync due is
+written straight into the page cache from the loop instead: cheaper than the thread round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import struct
+import time
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocol.records import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    CorruptRecordError,
+    decode_records,
+    iter_batches,
+    parse_batch_header,
+    set_log_append_time,
+)
+
+from .producer_state import ProducerStateTable
+from .segment import Segment, scan_segment, segment_name
+from .topic_config import LogConfig
+from .writer import DiskWriter, pwritev_all
+
+log = logging.getLogger("kafkette.storage")
+
+_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+LEADER_EPOCH = 0
+_CLOSE_DELAY_S = 30.0
+_INLINE_MAX = 64 * 1024  # appends up to this size are written on the loop when nothing is queued  # replaced/deleted segment files stay open this long for in-flight readers
+
+
+class OffsetOutOfRangeError(Exception):
+    pass
+
+
+class RecordTooLargeError(Exception):
+    pass
+
+
+class InvalidTimestampError(Exception):
+    pass
+
+
+class KafkaStorageError(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int = 0
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LogSlice:
+    """Whole batches ``[position, position + size)`` of one segment file, ready to send."""
+
+    fd: int
+    position: int
+    size: int
+    first_offset: int
+
+    def read(self) -> bytes:
+        data = os.pread(self.fd, self.size, self.position)
+        if len(data) != self.size:
+            raise KafkaStorageError(f"short read: {len(data)} of {self.size} bytes")
+        return data
+
+
+class PartitionLog:
+    def __init__(self, topic: str, partition: int, directory: Path, config: LogConfig,
+                 writer: DiskWriter, now_ms: Callable[[], int] | None = None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.directory = directory
+        self.config = config
+        self._writer = writer
+        self._now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        self._hw = 0  # visible log end offset
+        self._next = 0  # next offset to assign
+        self._log_start = 0
+        self._waiters: set[asyncio.Future] = set()
+        self.producers = ProducerStateTable()
+        self._unflushed = 0
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._last_write: asyncio.Future | None = None
+        self._inflight = 0  # write jobs queued to the writer thread and not yet done
+        self._failed: BaseException | None = None
+        self.closed = False
+        self.cleaned_upto = -1  # compaction bookkeeping (storage.cleaner)
+        self._deferred_closes: dict[asyncio.TimerHandle, list[int]] = {}
+
+    def __repr__(self) -> str:
+        return f"PartitionLog({self.topic}-{self.partition}, {self._log_start}..{self._hw})"
+
+    # Offsets -----------------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._hw
+
+    high_watermark = log_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return list(self._segments)
+
+    # Recovery (runs in a thread before the log is used) ------------------------------------------
+    def recover(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for stale in self.directory.glob("*.cleaned"):
+            stale.unlink()
+        for swap in self.directory.glob("*.log.swap"):
+            swap.rename(swap.with_suffix(""))
+        files = sorted(self.directory.glob("*.log"))
+        now = self._now_ms()
+        for i, path in enumerate(files):
+            try:
+                base = int(path.stem)
+            except ValueError:
+                continue
+            seg = Segment(self.directory, base, now)
+            seg.fd = os.open(path, os.O_RDWR)
+            last = i == len(files) - 1
+
+            def on_batch(h: BatchHeader, pos: int, seg: Segment = seg) -> None:
+                seg.add(h.last_offset, pos, h.max_timestamp)
+                self.producers.update(h, h.base_offset, h.last_offset)
+
+            valid, problem = scan_segment(seg.fd, verify=last, on_batch=on_batch)
+            seg.size = valid
+            if problem is not None:
+                log.warning("%s-%d: recovering segment %s: %s; truncating it to %d bytes and "
+                            "dropping %d later segment(s)", self.topic, self.partition, path.name,
+                            problem, valid, len(files) - i - 1)
+                os.ftruncate(seg.fd, valid)
+                os.fsync(seg.fd)
+                for later in files[i + 1 :]:
+                    later.unlink(missing_ok=True)
+                self._segments.append(seg)
+                break
+            seg.sealed = not last
+            self._segments.append(seg)
+        if not self._segments:
+            seg = Segment(self.directory, 0, now)
+            seg.open_in_thread()  # an empty partition has an empty first segment, as in Kafka
+            self._segments.append(seg)
+        self._bases = [s.base_offset for s in self._segments]
+        self._log_start = self._segments[0].base_offset
+        self._next = self._hw = self._segments[-1].next_offset
+
+    def close_files(self) -> None:
+        """Writer thread: fsync and close every segment file."""
+        for seg in self._segments:
+            if seg.fd is not None:
+                try:
+                    os.fsync(seg.fd)
+                finally:
+                    os.close(seg.fd)
+                    seg.fd = None
+
+    # Append ---------------------------------------------------------------------------------------
+    async def append(self, data: bytes | bytearray | memoryview,
+                     headers: list[BatchHeader] | None = None) -> AppendInfo:
+        """Append one or more complete v2 batches; resolves once durable under the flush policy."""
+        info, fut = self.append_nowait(data, headers)
+        if fut is not None:
+            await fut
+        if self._failed is not None:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} failed: {self._failed}")
+        return info
+
+    def append_nowait(self, data: bytes | bytearray | memoryview,
+                      headers: list[BatchHeader] | None = None) -> tuple[AppendInfo, asyncio.Future | None]:
+        """Assign offsets and queue the write; the future resolves when it is durable."""
+        if self.closed:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
+        if self._failed is not None:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} failed: {self._failed}")
+        view = memoryview(data)
+        if headers is None:
+            headers = []
+            consumed = 0
+            for h, _ in iter_batches(view):
+                headers.append(h)
+                consumed += h.size
+            if not headers or consumed != len(view):
+                raise CorruptRecordError("append needs complete record batches")
+        cfg = self.config
+        now = self._now_ms()
+        # Idempotence checks before anything is assigned.
+        if len(headers) == 1 and headers[0].producer_id >= 0 and headers[0].base_sequence >= 0:
+            dup = self.producers.check(headers[0])
+            if dup is not None:
+                info = AppendInfo(dup.base_offset, dup.last_offset, -1, self._log_start, True)
+                return info, self._last_write if self._hw <= dup.last_offset else None
+        for h in headers:
+            if h.size > cfg.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {h.size} bytes exceeds max.message.bytes={cfg.max_message_bytes}")
+            if not cfg.log_append_time and (
+                    h.max_timestamp - now > cfg.timestamp_after_max_ms
+                    or (now - h.base_timestamp > cfg.timestamp_before_max_ms and h.base_timestamp >= 0)):
+                    raise InvalidTimestampError(
+                        f"timestamp {h.max_timestamp} of a batch is out of the allowed range")
+        if cfg.log_append_time:
+            buf = bytearray(view)
+            pos = 0
+            for h in headers:
+                set_log_append_time(buf, pos, now)
+                h.max_timestamp = now
+                h.attributes |= 0x08
+                pos += h.size
+            view = memoryview(buf)
+
+        seg = self._segments[-1]
+        first_offset = self._next
+        pending: list[tuple[Segment, int, list[Any]]] = []
+        buffers: list[Any] = []
+        write_pos = seg.size
+        pos = 0
+        records = 0
+        for h in headers:
+            size = h.size
+            if seg.size > 0 and (seg.size + size > cfg.segment_bytes
+                                 or now - seg.created_ms >= cfg.segment_ms):
+                if buffers:
+                    pending.append((seg, write_pos, buffers))
+                    buffers = []
+                seg = self._roll(now)
+                write_pos = 0
+            base = self._next
+            last = base + h.last_offset_delta
+            buffers.append(_PREFIX.pack(base, h.batch_length, LEADER_EPOCH))
+            buffers.append(view[pos + 16 : pos + size])
+            seg.add(last, seg.size, h.max_timestamp)
+            seg.size += size
+            self.producers.update(h, base, last)
+            self._next = last + 1
+            records += h.records_count
+            pos += size
+        if buffers:
+            pending.append((seg, write_pos, buffers))
+
+        self._unflushed += records
+        fsync = self._unflushed >= cfg.flush_messages
+        if fsync:
+            self._unflushed = 0
+        elif cfg.flush_ms < 2**62 and self._flush_timer is None:
+            loop = asyncio.get_running_loop()
+            self._flush_timer = loop.call_later(cfg.flush_ms / 1000, self._timed_flush)
+        next_after = self._next
+        log_append_time = now if cfg.log_append_time else -1
+        info = AppendInfo(first_offset, next_after - 1, log_append_time, self._log_start)
+        if (not fsync and self._inflight == 0 and len(pending) == 1 and pos <= _INLINE_MAX
+                and pending[0][0].fd is not None):
+            # A small write with nothing queued before it: a pwritev into the page cache costs
+            # less than the round trip to the writer thread, and keeps order trivially.
+            s, wpos, bufs = pending[0]
+            try:
+                pwritev_all(s.fd, bufs, wpos)  # type: ignore[arg-type]
+            except OSError as exc:
+                self._on_error(exc)
+                raise KafkaStorageError(f"log {self.topic}-{self.partition}: {exc}") from exc
+            s.dirty = True
+            self._last_write = None
+            self._hw = next_after
+            self._wake()
+            return info, None
+        fut: asyncio.Future | None = None
+        for i, (s, wpos, bufs) in enumerate(pending):
+            is_last = i == len(pending) - 1
+            s.dirty = not fsync
+            self._inflight += 1
+            fut = self._writer.write(s, wpos, bufs, fsync=fsync,
+                                     then=self._on_written(next_after) if is_last else self._on_job_error)
+        self._last_write = fut
+        return info, fut
+
+    def _on_job_error(self, result: Any) -> None:
+        self._inflight -= 1
+        self._on_error(result)
+
+    def _on_written(self, next_offset: int) -> Callable[[Any], None]:
+        def done(result: Any) -> None:
+            self._inflight -= 1
+            if isinstance(result, BaseException):
+                self._on_error(result)
+                return
+            if self._failed is None and next_offset > self._hw:
+                self._hw = next_offset
+                self._wake()
+
+        return done
+
+    def _on_error(self, result: Any) -> None:
+        if isinstance(result, BaseException) and self._failed is None:
+            self._failed = result
+            log.error("%s-%d: log write failed, refusing further appends: %s",
+                      self.topic, self.partition, result)
+
+    def _roll(self, now: int) -> Segment:
+        old = self._segments[-1]
+        old.sealed = True
+        seg = Segment(self.directory, self._next, now)
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+        interval = self.config.index_interval_bytes
+        if old.dirty:
+            old.dirty = False
+            self._writer.fsync(old)
+
+        def write_indexes(old: Segment = old) -> None:
+            offsets, times = old.index_files(interval)
+            for suffix, data in ((".index", offsets), (".timeindex", times)):
+                (self.directory / segment_name(old.base_offset, suffix)).write_bytes(data)
+
+        self._writer.call_nowait(write_indexes)
+        return seg
+
+    def _timed_flush(self) -> None:
+        self._flush_timer = None
+        if not self.closed:
+            asyncio.ensure_future(self.flush())
+
+    async def flush(self) -> None:
+        """fsync everything appended so far."""
+        self._unflushed = 0
+        futs = []
+        for seg in self._segments:
+            if seg.dirty or seg is self._segments[-1]:
+                seg.dirty = False
+                futs.append(self._writer.fsync(seg))
+        if futs:
+            await asyncio.gather(*futs)
+
+    # Waiting for data ------------------------------------------------------------------------------
+    def add_waiter(self, fut: asyncio.Future) -> None:
+        self._waiters.add(fut)
+
+    def remove_waiter(self, fut: asyncio.Future) -> None:
+        self._waiters.discard(fut)
+
+    def _wake(self) -> None:
+        if self._waiters:
+            waiters, self._waiters = self._waiters, set()
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    # Reads --------------------------------------------------------------------------------------------
+    def check_offset(self, offset: int) -> None:
+        if offset < self._log_start or offset > self._hw:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is out of range [{self._log_start}, {self._hw}] for "
+                f"{self.topic}-{self.partition}")
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> LogSlice | None:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (at least one batch
+        when ``min_one``) and only below the high watermark; None when there is nothing yet."""
+        self.check_offset(offset)
+        hw = self._hw
+        if offset >= hw:
+            return None
+        idx = max(bisect_right(self._bases, offset) - 1, 0)
+        for seg in self._segments[idx:]:
+            visible = bisect_left(seg.last_offsets, hw)
+            i = seg.find(offset)
+            if i >= visible:
+                continue
+            start = seg.positions[i]
+            limit = start + max_bytes
+            end_visible = seg.positions[visible] if visible < len(seg.positions) else seg.size
+            if end_visible <= limit:
+                end = end_visible
+            else:
+                k = bisect_right(seg.positions, limit, i + 1, visible)
+                if k - 1 > i:
+                    end = seg.positions[k - 1]
+                elif min_one:
+                    end = seg.batch_end(i)
+                else:
+                    return None
+            assert seg.fd is not None
+            first = seg.last_offsets[i - 1] + 1 if i > 0 else seg.base_offset
+            return LogSlice(seg.fd, start, end - start, first)
+        return None
+
+    async def read_bytes(self, offset: int, max_bytes: int) -> bytes:
+        """Like ``read`` but returns the bytes (read in a thread); b"" at the end of the log."""
+        slice_ = self.read(offset, max_bytes)
+        if slice_ is None:
+            return b""
+        return await asyncio.to_thread(slice_.read)
+
+    def iter_batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Every visible batch whose last offset is >= ``start_offset``, for replay.
+
+        Reads the files synchronously: iterate it in a thread (or before serving requests)."""
+        hw = self._hw
+        for seg in list(self._segments):
+            visible = bisect_left(seg.last_offsets, hw)
+            i = seg.find(start_offset)
+            if i >= visible or seg.fd is None:
+                continue
+            pos = seg.positions[i]
+            end = seg.positions[visible] if visible < len(seg.positions) else seg.size
+            fd = seg.fd
+            while pos < end:
+                chunk = os.pread(fd, min(4 << 20, end - pos), pos)
+                if len(chunk) < HEADER_SIZE:
+                    chunk = os.pread(fd, end - pos, pos)
+                consumed = 0
+                for h, view in iter_batches(chunk):
+                    if h.last_offset >= start_offset:
+                        yield h, bytes(view)
+                    consumed += h.size
+                if consumed == 0:  # one batch larger than the chunk
+                    h = parse_batch_header(chunk)
+                    data = os.pread(fd, h.size, pos)
+                    if h.last_offset >= start_offset:
+                        yield h, data
+                    consumed = h.size
+                pos += consumed
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp``. Reads one
+        batch synchronously (page cache); None when no record qualifies."""
+        hw = self._hw
+        for seg in self._segments:
+            visible = bisect_left(seg.last_offsets, hw)
+            for i in range(visible):
+                if seg.max_timestamps[i] >= timestamp:
+                    for rec in self._batch_records(seg, i):
+                        if rec.timestamp >= timestamp:
+                            return rec.offset, rec.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (first one on ties)."""
+        hw = self._hw
+        best: tuple[int, Segment, int] | None = None
+        for seg in self._segments:
+            visible = bisect_left(seg.last_offsets, hw)
+            for i in range(visible):
+                if best is None or seg.max_timestamps[i] > best[0]:
+                    best = (seg.max_timestamps[i], seg, i)
+        if best is None:
+            return None
+        ts, seg, i = best
+        for rec in self._batch_records(seg, i):
+            if rec.timestamp == ts:
+                return rec.offset, ts
+        return seg.last_offsets[i], ts
+
+    def _batch_records(self, seg: Segment, i: int):
+        assert seg.fd is not None
+        data = os.pread(seg.fd, seg.batch_end(i) - seg.positions[i], seg.positions[i])
+        return decode_records(data)
+
+    # Truncation and deletion -------------------------------------------------------------------------
+    async def truncate_to(self, offset: int) -> None:
+        """Drop every batch at or after the one holding ``offset``."""
+        if offset >= self._next:
+            return
+        if self._last_write is not None:
+            await asyncio.gather(self._last_write, return_exceptions=True)
+        now = self._now_ms()
+        if offset <= self._segments[0].base_offset:
+            dropped = self._segments
+            seg = Segment(self.directory, max(offset, 0), now)
+            self._segments = [seg]
+            self._bases = [seg.base_offset]
+            self._log_start = seg.base_offset
+            new_next = seg.base_offset
+            cut: tuple[Segment, int] | None = None
+        else:
+            idx = bisect_right(self._bases, offset) - 1
+            seg = self._segments[idx]
+            dropped = self._segments[idx + 1 :]
+            del self._segments[idx + 1 :]
+            del self._bases[idx + 1 :]
+            i = seg.find(offset)
+            new_next = seg.last_offsets[i - 1] + 1 if i > 0 else seg.base_offset
+            if i < seg.batch_count:
+                seg.truncate_index(i)
+            cut = (seg, seg.size)
+            seg.sealed = False
+        self._next = self._hw = new_next
+        self.producers.truncate(new_next)
+        for seg_ in dropped:
+            seg_.sealed = True
+
+        def work() -> None:
+            if cut is not None:
+                os.ftruncate(cut[0].open_in_thread(), cut[1])
+                os.fsync(cut[0].fd)  # type: ignore[arg-type]
+                for suffix in (".index", ".timeindex"):  # it is the active segment again
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(cut[0].path.with_name(segment_name(cut[0].base_offset, suffix)))
+            for s in dropped:
+                _unlink_segment_files(s)
+
+        await self._writer.call(work)
+        self._close_later(dropped)
+
+    def advance_log_start(self, offset: int) -> bool:
+        """DeleteRecords: records below ``offset`` become unreadable and the segments wholly
+        below it are deleted. True if the log start moved (the caller persists it)."""
+        self.check_offset(offset)
+        if offset <= self._log_start:
+            return False
+        self._log_start = offset
+        doomed = []
+        for i, seg in enumerate(self._segments[:-1]):
+            if self._segments[i + 1].base_offset <= offset:
+                doomed.append(seg)
+            else:
+                break
+        self.delete_old_segments(doomed, f"log start offset advanced to {offset}")
+        return True
+
+    def restore_log_start(self, offset: int) -> None:
+        """Apply a checkpointed log start offset at startup."""
+        if self._log_start < offset <= self._hw:
+            self._log_start = offset
+
+    def delete_old_segments(self, segments: list[Segment], reason: str) -> None:
+        """Remove leading sealed segments (retention); the log start moves past them."""
+        if not segments:
+            if reason.startswith("log start"):
+                log.info("%s-%d: %s", self.topic, self.partition, reason)
+            return
+        for s in segments:
+            self._segments.remove(s)
+        self._bases = [s.base_offset for s in self._segments]
+        self._log_start = max(self._log_start, self._segments[0].base_offset)
+        log.info("%s-%d: deleted %d segment(s) (%s); log start offset is now %d",
+                 self.topic, self.partition, len(segments), reason, self._log_start)
+        self._writer.call_nowait(lambda: [_unlink_segment_files(s) for s in segments])
+        self._close_later(segments)
+
+    def replace_segments(self, old: list[Segment], new: list[Segment]) -> None:
+        """Swap cleaned copies in (compaction); the caller renamed the files already."""
+        index = self._segments.index(old[0])
+        self._segments[index : index + len(old)] = new
+        self._bases = [s.base_offset for s in self._segments]
+        self._close_later(old)
+
+    def _close_later(self, segments: list[Segment]) -> None:
+        fds = [s.fd for s in segments if s.fd is not None]
+        for s in segments:
+            s.fd = None
+        if not fds:
+            return
+
+        def close_later() -> None:
+            self._deferred_closes.pop(handle, None)
+            self._writer.call_nowait(lambda: _close_all(fds))
+
+        loop = asyncio.get_running_loop()
+        handle = loop.call_later(_CLOSE_DELAY_S, close_later)
+        self._deferred_closes[handle] = fds
+
+    def _take_deferred_closes(self) -> list[int]:
+        fds = [fd for fds in self._deferred_closes.values() for fd in fds]
+        for handle in self._deferred_closes:
+            handle.cancel()
+        self._deferred_closes.clear()
+        return fds
+
+    async def close(self) -> None:
+        self.closed = True
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+        self._wake()
+        deferred = self._take_deferred_closes()
+
+        def work() -> None:
+            _close_all(deferred)
+            self.close_files()
+
+        await self._writer.call(work)
+
+    async def delete(self) -> None:
+        """Close the log and remove its directory."""
+        import shutil
+
+        self.closed = True
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+        self._wake()
+        segments = self._segments
+        deferred = self._take_deferred_closes()
+
+        def work() -> None:
+            _close_all(deferred)
+            for s in segments:
+                if s.fd is not None:
+                    os.close(s.fd)
+                    s.fd = None
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+        await self._writer.call(work)
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _unlink_segment_files(seg: Segment) -> None:
+    for suffix in (".log", ".index", ".timeindex"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(seg.path.with_name(segment_name(seg.base_offset, suffix)))
+
+
+__all__ = [
+    "AppendInfo", "InvalidTimestampError", "KafkaStorageError", "LogSlice", "OffsetOutOfRangeError",
+    "PartitionLog", "RecordTooLargeError", "LOG_OVERHEAD",
+]

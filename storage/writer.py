@@ -1,0 +1,173 @@
+"""The log I/O thread: every write, fsync, truncate and unlink runs here, in submission order.
+
+The event loop never touches file data itself. Jobs queued while the thread is busy are drained
+together, so one wake-up of the loop completes many appends, and back-to-back fsyncs of the same
+file collapse into one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+log = logging.getLogger("kafkette.storage")
+
+_IOV_MAX = 1024
+
+
+class _Job:
+    __slots__ = ("kind", "fd", "arg", "then", "future")
+
+    def __init__(self, kind: str, fd: Any, arg: Any, then: Callable[[Any], None] | None,
+                 future: asyncio.Future | None) -> None:
+        self.kind = kind
+        self.fd = fd
+        self.arg = arg
+        self.then = then
+        self.future = future
+
+
+class DiskWriter:
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._run, name="kafkette-log-writer", daemon=True)
+        self._thread.start()
+
+    async def stop(self) -> None:
+        if self._thread is None:
+            return
+        await self.call(lambda: None)  # drain everything queued before
+        self._queue.put(None)
+        await asyncio.to_thread(self._thread.join)
+        self._thread = None
+
+    # Submission (event loop side) -----------------------------------------------------------
+    def _submit(self, kind: str, fd: Any, arg: Any, then: Callable[[Any], None] | None,
+                want_future: bool = True) -> asyncio.Future | None:
+        assert self._loop is not None, "DiskWriter not started"
+        fut = self._loop.create_future() if want_future else None
+        self._queue.put(_Job(kind, fd, arg, then, fut))
+        return fut
+
+    def write(self, file: Any, position: int, buffers: Sequence[Any], *, fsync: bool = False,
+              then: Callable[[Any], None] | None = None) -> asyncio.Future:
+        """pwritev ``buffers`` at ``position`` of ``file`` (an object with ``.fd``, opened lazily
+        by ``file.open_in_thread()``); ``then`` runs on the loop, in order, before the future."""
+        fut = self._submit("write", file, (position, buffers, fsync), then)
+        assert fut is not None
+        return fut
+
+    def fsync(self, file: Any, then: Callable[[Any], None] | None = None) -> asyncio.Future:
+        fut = self._submit("fsync", file, None, then)
+        assert fut is not None
+        return fut
+
+    def call(self, fn: Callable[[], Any], then: Callable[[Any], None] | None = None) -> asyncio.Future:
+        """Run any blocking ``fn`` in order with the writes; resolves to its result."""
+        fut = self._submit("call", None, fn, then)
+        assert fut is not None
+        return fut
+
+    def call_nowait(self, fn: Callable[[], Any]) -> None:
+        self._submit("call", None, fn, None, want_future=False)
+
+    # Thread side --------------------------------------------------------------------------------
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            job = q.get()
+            if job is None:
+                return
+            jobs = [job]
+            stop = False
+            while len(jobs) < 4096:
+                try:
+                    nxt = q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                jobs.append(nxt)
+            results = self._execute(jobs)
+            assert self._loop is not None
+            try:
+                self._loop.call_soon_threadsafe(_complete, results)
+            except RuntimeError:  # loop closed during shutdown
+                return
+            if stop:
+                return
+
+    @staticmethod
+    def _execute(jobs: list[_Job]) -> list[tuple[_Job, Any, BaseException | None]]:
+        results: list[tuple[_Job, Any, BaseException | None]] = []
+        synced: set[int] = set()  # fds fsynced with no write since, within this drain
+        for job in jobs:
+            try:
+                if job.kind == "write":
+                    position, buffers, fsync = job.arg
+                    fd = job.fd.open_in_thread()
+                    pwritev_all(fd, buffers, position)
+                    synced.discard(fd)
+                    if fsync:
+                        os.fsync(fd)
+                        synced.add(fd)
+                    results.append((job, None, None))
+                elif job.kind == "fsync":
+                    fd = job.fd.fd
+                    if fd is not None and fd not in synced:
+                        os.fsync(fd)
+                        synced.add(fd)
+                    results.append((job, None, None))
+                else:
+                    synced.clear()
+                    results.append((job, job.arg(), None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
+                results.append((job, None, exc))
+        return results
+
+
+def pwritev_all(fd: int, buffers: Sequence[Any], position: int) -> None:
+    bufs = [memoryview(b) for b in buffers if len(b)]
+    while bufs:
+        chunk = bufs[:_IOV_MAX]
+        written = os.pwritev(fd, chunk, position)
+        position += written
+        # Drop what was written; short writes are rare (disk full raises instead).
+        while bufs and written >= len(bufs[0]):
+            written -= len(bufs[0])
+            bufs.pop(0)
+        if written and bufs:
+            bufs[0] = bufs[0][written:]
+
+
+def _complete(results: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    for job, value, exc in results:
+        if job.then is not None:
+            try:
+                job.then(exc if exc is not None else value)
+            except Exception:
+                log.exception("log write completion failed")
+        fut = job.future
+        if fut is None or fut.done():
+            if exc is not None and fut is None:
+                log.error("background log operation failed: %s", exc)
+            continue
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
