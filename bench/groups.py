@@ -74,7 +74,7 @@ async def form_group(conns: list[Conn], group: str, topic: str) -> list[tuple[st
     joins = await asyncio.gather(*(c.call(11, JOIN_V, **join_fields(group, mid, topic))
                                    for c, mid in zip(conns, ids, strict=True)))
     await sync_all(conns, group, joins)
-    return [(j.member_id, j.generation_id) for j in joins]
+    return [(j.member_id, j.generation_id, j.leader == j.member_id) for j in joins]
 
 
 async def sync_all(conns: list[Conn], group: str, joins) -> None:
@@ -89,7 +89,7 @@ async def sync_all(conns: list[Conn], group: str, joins) -> None:
         r = await c.call(14, 5, group_id=group, generation_id=j.generation_id,
                          member_id=j.member_id, group_instance_id=None, protocol_type="consumer",
                          protocol_name="range", assignments=assignments)
-        assert r.error_code == 0, r
+        assert r.error_code == 0, (r, j.member_id, j.generation_id, j.leader, group)
     await asyncio.gather(*(sync(c, j) for c, j in zip(conns, joins, strict=True)))
 
 
@@ -109,7 +109,7 @@ async def pipeline(conns: list[Conn], frames: list[bytes], depth: int, seconds: 
                 errors += 1
             done += 1
             c.w.write(frame)
-        for _ in range(depth - 1):
+        for _ in range(depth):  # the responses still in flight
             await c.read_frame()
     t0 = time.perf_counter()
     await asyncio.gather(*(run(c, f) for c, f in zip(conns, frames, strict=True)))
@@ -123,11 +123,39 @@ async def load(port: int, args, out) -> None:
     await setup.call(3, 12, topics=(make(item_type(mcls, "topics"), name=topic,
                                          topic_id=__import__("uuid").UUID(int=0)),),
                      allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    # 10-member rebalance: leader rejoins, everyone rejoins and syncs.
+    group = "bench-rebalance"
+    rconns = [await Conn.open(port) for _ in range(10)]
+    formed = await form_group(rconns, group, topic)
+    ids = [(mid, gen) for mid, gen, _ in formed]
+    rebalance = []
+    leader_idx = next(i for i, (_m, _g, is_leader) in enumerate(formed) if is_leader)
+    for _ in range(args.rebalances):
+        t0 = time.perf_counter()
+        leader_task = asyncio.ensure_future(
+            rconns[leader_idx].call(11, JOIN_V, **join_fields(group, ids[leader_idx][0], topic)))
+
+        async def follower(i: int, ids=ids):
+            # as a client does: heartbeat until REBALANCE_IN_PROGRESS, then rejoin
+            while True:
+                r = await rconns[i].call(12, 4, group_id=group, generation_id=ids[i][1],
+                                         member_id=ids[i][0], group_instance_id=None)
+                if r.error_code == 27:
+                    break
+                await asyncio.sleep(0.0005)
+            return await rconns[i].call(11, JOIN_V, **join_fields(group, ids[i][0], topic))
+        rest = await asyncio.gather(*(follower(i) for i in range(10) if i != leader_idx))
+        joins = rest[:leader_idx] + [await leader_task] + rest[leader_idx:]
+        assert all(j.error_code == 0 for j in joins), joins
+        await sync_all(rconns, group, joins)
+        rebalance.append(time.perf_counter() - t0)
+        ids = [(j.member_id, j.generation_id) for j in joins]
+        leader_idx = next(i for i, j in enumerate(joins) if j.leader == j.member_id)
     members: list[tuple[Conn, str, str, int]] = []
     for g in range(args.groups):
         group = f"bench-{g}"
         conns = [await Conn.open(port) for _ in range(args.members)]
-        for c, (mid, gen) in zip(conns, await form_group(conns, group, topic), strict=True):
+        for c, (mid, gen, _leader) in zip(conns, await form_group(conns, group, topic), strict=True):
             members.append((c, group, mid, gen))
     conns = [m[0] for m in members]
     results: dict[str, list[float]] = {"baseline": [], "heartbeat": [], "commit": []}
@@ -155,36 +183,6 @@ async def load(port: int, args, out) -> None:
                                    4 + 1 + 4 + 1 + 1 + len(topic) + 1 + 4)
         results["commit"].append(rate)
         commit_errors += err
-    # 10-member rebalance: leader rejoins, everyone rejoins and syncs.
-    group = "bench-rebalance"
-    rconns = [await Conn.open(port) for _ in range(10)]
-    ids = await form_group(rconns, group, topic)
-    rebalance = []
-    leader_idx = 0
-    for _ in range(args.rebalances):
-        t0 = time.perf_counter()
-        gens = {}
-        for i, c in enumerate(rconns):
-            _, gen = ids[i]
-            gens[i] = gen
-        leader_task = asyncio.ensure_future(
-            rconns[leader_idx].call(11, JOIN_V, **join_fields(group, ids[leader_idx][0], topic)))
-
-        async def follower(i: int):
-            # as a client does: heartbeat until REBALANCE_IN_PROGRESS, then rejoin
-            while True:
-                r = await rconns[i].call(12, 4, group_id=group, generation_id=ids[i][1],
-                                         member_id=ids[i][0], group_instance_id=None)
-                if r.error_code == 27:
-                    break
-                await asyncio.sleep(0.0005)
-            return await rconns[i].call(11, JOIN_V, **join_fields(group, ids[i][0], topic))
-        joins = await asyncio.gather(leader_task, *(follower(i) for i in range(1, 10)))
-        assert all(j.error_code == 0 for j in joins), joins
-        await sync_all(rconns, group, joins)
-        rebalance.append(time.perf_counter() - t0)
-        ids = [(j.member_id, j.generation_id) for j in joins]
-        leader_idx = next(i for i, j in enumerate(joins) if j.leader == j.member_id)
     out.put((results, hb_errors, commit_errors, rebalance))
 
 
@@ -193,13 +191,19 @@ def client(port: int, args, out) -> None:
 
 
 def serve(ready, stop, log_dir: str, linger: int) -> None:
+    import logging
+    import os
+
     from broker.loop import run
+
+    if os.environ.get("BENCH_LOG"):
+        logging.basicConfig(level=logging.INFO)
 
     async def main() -> None:
         from broker.server import Broker
 
         broker = Broker({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": log_dir,
-                         "group.initial.rebalance.delay.ms": "200",
+                         "group.initial.rebalance.delay.ms": "500",
                          "group.coordinator.append.linger.ms": str(linger)})
         await broker.start()
         ready.put(broker.bound[1])

@@ -216,7 +216,23 @@ class _Reader:
             self._take(self.uvarint())
 
 
+_H = struct.Struct(">h")
+_V3_TAIL = struct.Struct(">qih")
+
+
 def decode_key(data: bytes | memoryview) -> RecordKey | UnknownKey:
+    if data[:2] == b"\x00\x01":  # fast path: OffsetCommitKey v1, what Kafka writes
+        try:
+            n = _H.unpack_from(data, 2)[0]
+            group = bytes(data[4:4 + n]).decode()
+            pos = 4 + n
+            m = _H.unpack_from(data, pos)[0]
+            topic = bytes(data[pos + 2:pos + 2 + m]).decode()
+            (partition,) = _I32.unpack_from(data, pos + 2 + m)
+            if n >= 0 and m >= 0 and len(data) == pos + 6 + m:
+                return OffsetCommitKey(group, topic, partition)
+        except (struct.error, UnicodeDecodeError):
+            pass
     r = _Reader(data)
     version = r.i16()
     if version in (0, 1):
@@ -229,6 +245,14 @@ def decode_key(data: bytes | memoryview) -> RecordKey | UnknownKey:
 def decode_value(key: RecordKey, data: bytes | memoryview | None) -> RecordValue | None:
     if data is None:
         return None
+    if isinstance(key, OffsetCommitKey) and data[:2] == b"\x00\x03":
+        try:  # fast path: OffsetCommitValue v3
+            offset, epoch, n = _V3_TAIL.unpack_from(data, 2)
+            if n >= 0 and len(data) == 16 + n + 8:
+                metadata = bytes(data[16:16 + n]).decode()
+                return OffsetCommitValue(offset, epoch, metadata, _I64.unpack_from(data, 16 + n)[0])
+        except (struct.error, UnicodeDecodeError):
+            pass
     r = _Reader(data)
     version = r.i16()
     if isinstance(key, OffsetCommitKey):

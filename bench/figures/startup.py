@@ -3,8 +3,8 @@
 Every target is spawned the same way (bench.peers) on a port chosen beforehand and polled with a
 connect + ApiVersions every millisecond. kafkette runs with its bytecode cache (as after
 ``pip install``). Baseline: ``python -c "import asyncio, uvloop"`` in the same environment,
-i.e. what any asyncio Python server pays before its own first line runs (on this machine about
-65 ms of interpreter plus 80 ms of asyncio, mostly its ssl import).
+i.e. what any asyncio Python server pays before its own first line runs (the interpreter, plus
+asyncio, which imports ssl).
 """
 
 from __future__ import annotations
