@@ -14,6 +14,21 @@ from collections.abc import Callable
 from typing import Protocol
 
 
+class _Timer:
+    __slots__ = ("deadline", "callback", "handle", "handle_at")
+
+    def __init__(self, deadline: float, callback: Callable[[], object]) -> None:
+        self.deadline = deadline
+        self.callback = callback
+        self.handle: asyncio.TimerHandle
+        self.handle_at = deadline
+
+    def arm(self, loop: asyncio.AbstractEventLoop, fire: Callable[[str, _Timer], None],
+            key: str) -> None:
+        self.handle_at = self.deadline
+        self.handle = loop.call_at(self.deadline, fire, key, self)
+
+
 class Clock(Protocol):
     def now_ms(self) -> int: ...
 
@@ -23,38 +38,54 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """Wall-clock time; timers run on the event loop that is current when first used."""
+    """Wall-clock time; timers run on the event loop that is current when first used.
+
+    Re-arming a timer to a later deadline (every heartbeat does) only records the new deadline;
+    the loop timer already armed wakes up at the old one and re-arms itself for the rest.
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._loop = loop
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers: dict[str, _Timer] = {}
 
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
     def schedule(self, key: str, delay_ms: int, callback: Callable[[], object]) -> None:
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-        old = self._timers.pop(key, None)
-        if old is not None:
-            old.cancel()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(delay_ms, 0) / 1000
+        timer = self._timers.get(key)
+        if timer is not None and timer.handle_at <= deadline:
+            timer.deadline = deadline
+            timer.callback = callback
+            return
+        if timer is not None:
+            timer.handle.cancel()
+        timer = _Timer(deadline, callback)
+        timer.arm(loop, self._fire, key)
+        self._timers[key] = timer
 
-        def fire() -> None:
-            if self._timers.get(key) is handle:
-                del self._timers[key]
-            callback()
-
-        handle = self._loop.call_later(max(delay_ms, 0) / 1000, fire)
-        self._timers[key] = handle
+    def _fire(self, key: str, timer: _Timer) -> None:
+        if self._timers.get(key) is not timer:
+            return
+        loop = self._loop
+        assert loop is not None
+        if loop.time() < timer.deadline:
+            timer.arm(loop, self._fire, key)
+            return
+        del self._timers[key]
+        timer.callback()
 
     def cancel(self, key: str) -> None:
-        handle = self._timers.pop(key, None)
-        if handle is not None:
-            handle.cancel()
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.handle.cancel()
 
     def cancel_all(self) -> None:
-        for handle in self._timers.values():
-            handle.cancel()
+        for timer in self._timers.values():
+            timer.handle.cancel()
         self._timers.clear()
 
     def pending(self) -> int:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 from . import errors as E
 from .clock import Clock
@@ -32,7 +33,9 @@ def kafka_abs(n: int) -> int:
     return 0 if n == -(1 << 31) else abs(n)
 
 
+@lru_cache(maxsize=65536)
 def partition_for(group_id: str, num_partitions: int) -> int:
+    # Cached: every group request needs it, and hashing in Python costs ~1 µs per character.
     return kafka_abs(java_string_hashcode(group_id)) % num_partitions
 
 

@@ -127,14 +127,20 @@ def java_length(s: str) -> int:
 
 
 class _Appender:
-    """Batches records for ``linger_ms`` so concurrent writes share one append (one fsync)."""
+    """Batches records so concurrent writes share one append (one fsync).
+
+    Adaptive linger: with no write in flight the batch is flushed at the end of the current
+    loop turn (requests that arrived together still share it); while a write is in flight
+    records accumulate, for at most ``group.coordinator.append.linger.ms``, and go out as one
+    batch as soon as that write completes.
+    """
 
     def __init__(self, log_: CoordinatorLog, linger_ms: int) -> None:
         self._log = log_
         self._linger = max(linger_ms, 0) / 1000
         self._buf: list[tuple[bytes, bytes | None]] = []
         self._fut: asyncio.Future | None = None
-        self._handle: asyncio.TimerHandle | None = None
+        self._handle: asyncio.Handle | None = None
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task] = set()
         self.last_write: asyncio.Future | None = None
@@ -145,7 +151,10 @@ class _Appender:
             self._fut = loop.create_future()
             self._fut.add_done_callback(_consume_exception)
             self.last_write = self._fut
-            self._handle = loop.call_later(self._linger, self.flush)
+            if self._lock.locked():
+                self._handle = loop.call_later(self._linger, self.flush)
+            else:
+                self._handle = loop.call_soon(self.flush)
         self._buf.extend(records)
         fut = self._fut
         if len(self._buf) >= _MAX_BATCH_RECORDS:
@@ -173,6 +182,9 @@ class _Appender:
                 if not fut.done():
                     fut.set_exception(exc)
                 return
+            finally:
+                if self._fut is not None:  # records queued behind this write go out now
+                    self.flush()
         if not fut.done():
             fut.set_result(None)
 

@@ -4,6 +4,7 @@ DescribeGroups (15), ListGroups (16), DeleteGroups (42)."""
 from __future__ import annotations
 
 import logging
+from functools import cache
 
 from kio.schema.errors import ErrorCode
 
@@ -11,6 +12,7 @@ from coordinator import errors as E
 from coordinator.errors import CoordinatorError, append_error
 from coordinator.shard import JoinRequest, JoinResult, SyncRequest, SyncResult
 from protocol.build import item_type, make
+from protocol.codec import response_type
 
 from ..context import RequestContext
 from ..registry import api
@@ -125,7 +127,13 @@ def handle_heartbeat(ctx: RequestContext, req):
         else:
             error = shard.heartbeat(req.group_id, req.member_id,
                                     getattr(req, "group_instance_id", None), req.generation_id)
-    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
+    return _heartbeat_response(ctx.api_version, error)
+
+
+@cache
+def _heartbeat_response(version: int, error: int):
+    # A handful of constant answers; reusing the object lets the codec reuse its encoding.
+    return make(response_type(12, version), throttle_time=ZERO, error_code=ErrorCode(error))
 
 
 # LeaveGroup --------------------------------------------------------------------------------------
