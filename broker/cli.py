@@ -8,7 +8,6 @@ import logging
 import signal
 import sys
 
-from . import admin_cli
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
 from .server import Broker
@@ -22,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
     serve.add_argument("--log-level", default="INFO")
+    from . import admin_cli  # small; its parser must be listed in --help
+
     admin_cli.add_parser(sub)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_pipeline(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "groups":
+        from . import admin_cli
+
         return admin_cli.run(args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -41,11 +41,17 @@ class Broker:
         self._bound: tuple[str, int] | None = None
         self._create_lock = asyncio.Lock()
         self.coordinator: GroupCoordinator | None = None
+        self._coordinator_task: asyncio.Future | None = None
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        """Listen as soon as the logs are open; the group coordinator loads in the background.
+
+        Until it has loaded, group requests are answered COORDINATOR_NOT_AVAILABLE or
+        COORDINATOR_LOAD_IN_PROGRESS, which clients retry (Kafka behaves the same while it
+        creates and loads ``__consumer_offsets``). ``wait_ready()`` waits for the load.
+        """
         await self.logs.start()
-        self.coordinator = await start_coordinator(self)
         listener = self.config.listener
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
@@ -56,6 +62,15 @@ class Broker:
         host, port = sock.getsockname()[:2]
         self._bound = (host, port)
         log.info("kafkette listening on %s:%d (node.id=%d)", host, port, self.config.node_id)
+        self._coordinator_task = asyncio.ensure_future(self._start_coordinator())
+
+    async def _start_coordinator(self) -> None:
+        self.coordinator = await start_coordinator(self)
+
+    async def wait_ready(self) -> None:
+        """Wait until the group coordinator has created and replayed ``__consumer_offsets``."""
+        if self._coordinator_task is not None:
+            await asyncio.shield(self._coordinator_task)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -64,6 +79,11 @@ class Broker:
                 conn.close(None)
             await self._server.wait_closed()
             self._server = None
+        if self._coordinator_task is not None:
+            if not self._coordinator_task.done():
+                self._coordinator_task.cancel()
+            await asyncio.gather(self._coordinator_task, return_exceptions=True)
+            self._coordinator_task = None
         if self.coordinator is not None:
             await self.coordinator.stop()
             self.coordinator = None
@@ -71,6 +91,7 @@ class Broker:
 
     async def __aenter__(self) -> Broker:
         await self.start()
+        await self.wait_ready()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

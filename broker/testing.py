@@ -10,10 +10,13 @@ import asyncio
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -75,6 +78,7 @@ class ThreadedBroker:
         async def boot() -> Broker:
             broker = Broker(self.config, clock=self.clock)
             await broker.start()
+            await broker.wait_ready()
             return broker
 
         self.broker = self.run(boot())
@@ -115,6 +119,16 @@ class ThreadedBroker:
         self.close()
 
 
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        data += chunk
+    return data
+
+
 class BrokerProcess:
     """``kafkette serve`` in a child process (for SIGKILL and restart tests)."""
 
@@ -142,6 +156,25 @@ class BrokerProcess:
         self.host, self.port = match.group(1), int(match.group(2))
         # Keep the same port on restart.
         self.config["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float) -> None:
+        """Wait until ListGroups answers NONE: ``__consumer_offsets`` exists and is loaded."""
+        from protocol.build import make
+        from protocol.codec import decode_response, encode_request, request_type
+
+        request = encode_request(16, 3, 1, "kafkette-ready", make(request_type(16, 3)))
+        deadline = time.monotonic() + timeout
+        while True:
+            with socket.create_connection((self.host, self.port), timeout=timeout) as sock:
+                sock.sendall(request)
+                size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+                _, response = decode_response(16, 3, _recv_exact(sock, size))
+            if response.error_code == 0:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"kafkette not ready: ListGroups error {response.error_code}")
+            time.sleep(0.02)
 
     @property
     def bootstrap(self) -> str:

@@ -103,6 +103,10 @@ class GroupCoordinator:
             raise CoordinatorError(E.NOT_COORDINATOR)
         return shard
 
+    def loading(self) -> bool:
+        """True while a partition this node leads is still replaying its log."""
+        return any(s.loading for p, s in self.shards.items() if self.owners.get(p) == self.node_id)
+
     def active_shards(self) -> list[Shard]:
         return [s for p, s in self.shards.items()
                 if s.active and not s.loading and self.owners.get(p) == self.node_id]

@@ -203,7 +203,10 @@ def handle_list_groups(ctx: RequestContext, req):
     types = {t.strip().lower() for t in getattr(req, "types_filter", ())}
     listed_cls = item_type(ctx.response_type, "groups")
     try:
-        shards = coordinator(ctx).active_shards()
+        coord = coordinator(ctx)
+        if coord.loading():
+            raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
+        shards = coord.active_shards()
     except CoordinatorError as exc:
         return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(exc.code), groups=())
     groups = [make(listed_cls, group_id=gid, protocol_type=ptype, group_state=state,
