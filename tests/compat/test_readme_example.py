@@ -14,3 +14,12 @@ async def test_consumer_reads_what_was_produced(kafka_broker):
     msg = await consumer.getone()
     await consumer.stop()
     assert msg.value == b"order-1"
+
+
+def test_readme_shows_this_example_verbatim():
+    import inspect
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    source = inspect.getsource(test_consumer_reads_what_was_produced)
+    assert source in readme
