@@ -31,6 +31,7 @@ from broker.testing import BrokerProcess
 from broker.testing import test_config as broker_config
 from protocol.build import item_type, make
 from protocol.codec import encode_request, request_type
+from protocol.headers import read_uvarint
 from protocol.records import build_batch
 
 MB = 1 << 20
@@ -196,33 +197,22 @@ def bench_fetch(bootstrap: str, topic: str, partitions: int, per_partition: int,
     return total / MB / elapsed
 
 
-def _uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
 def _next_offsets(frame: memoryview, offsets: list[int]) -> list[int]:
     """Walk a Fetch v12 response by hand (no copy of the record bytes) to the next offsets."""
     out = list(offsets)
     pos = 4 + 1 + 4 + 2 + 4  # correlation id, header tags, throttle, error, session id
-    ntopics, pos = _uvarint(frame, pos)
+    ntopics, pos = read_uvarint(frame, pos)
     for _ in range(ntopics - 1):
-        name_len, pos = _uvarint(frame, pos)
+        name_len, pos = read_uvarint(frame, pos)
         pos += name_len - 1
-        nparts, pos = _uvarint(frame, pos)
+        nparts, pos = read_uvarint(frame, pos)
         for _ in range(nparts - 1):
             (index,) = struct.unpack_from(">i", frame, pos)
             pos += 4 + 2 + 8 + 8 + 8
-            naborted, pos = _uvarint(frame, pos)
+            naborted, pos = read_uvarint(frame, pos)
             pos += max(naborted - 1, 0) * 17  # (pid, first offset, tags) entries
             pos += 4  # preferred read replica
-            rec_len, pos = _uvarint(frame, pos)
+            rec_len, pos = read_uvarint(frame, pos)
             end = pos + max(rec_len - 1, 0)
             last = None
             while pos + 12 <= end:
@@ -233,10 +223,10 @@ def _next_offsets(frame: memoryview, offsets: list[int]) -> list[int]:
                 last = base + delta
                 pos += 12 + length
             pos = end
-            tags, pos = _uvarint(frame, pos)
+            tags, pos = read_uvarint(frame, pos)
             if last is not None:
                 out[index] = last + 1
-        _tags, pos = _uvarint(frame, pos)
+        _tags, pos = read_uvarint(frame, pos)
     return out
 
 
