@@ -49,6 +49,16 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
             raise HeaderError("varint too long")
 
 
+def encode_uvarint(n: int) -> bytes:
+    """Unsigned varint, as in compact lengths and tagged-field counts."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 def skip_tagged_fields(buf: bytes, pos: int) -> int:
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):

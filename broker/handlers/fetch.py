@@ -16,6 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from protocol.headers import encode_uvarint
 from storage.log import LogSlice, OffsetOutOfRangeError, PartitionLog
 
 from ..context import RequestContext
@@ -28,15 +29,6 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PART_FIXED = struct.Struct(">ihqqq")  # index, error, high watermark, last stable, log start
 _FETCH_SESSION_ID_NOT_FOUND = 70
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 class FetchResponseWriter:
@@ -120,15 +112,15 @@ class _Builder:
         self.buf += data
 
     def array_len(self, n: int) -> None:
-        self.buf += _uvarint(n + 1) if self.flexible else _I32.pack(n)
+        self.buf += encode_uvarint(n + 1) if self.flexible else _I32.pack(n)
 
     def string(self, s: str) -> None:
         b = s.encode()
-        self.buf += (_uvarint(len(b) + 1) if self.flexible else _I16.pack(len(b))) + b
+        self.buf += (encode_uvarint(len(b) + 1) if self.flexible else _I16.pack(len(b))) + b
 
     def records(self, slice_: LogSlice | None) -> None:
         n = 0 if slice_ is None else slice_.size
-        self.buf += _uvarint(n + 1) if self.flexible else _I32.pack(n)
+        self.buf += encode_uvarint(n + 1) if self.flexible else _I32.pack(n)
         if slice_ is not None and n:
             self._flush()
             self.parts.append(slice_)

@@ -9,6 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from protocol.headers import encode_uvarint
 from protocol.records import (
     HEADER_SIZE,
     CorruptRecordError,
@@ -131,20 +132,11 @@ _PART = struct.Struct(">ihqq")  # index, error code, base offset, log append tim
 _I64 = struct.Struct(">q")
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _string(value: str | None, flexible: bool) -> bytes:
     if value is None:
         return b"\x00" if flexible else b"\xff\xff"
     raw = value.encode()
-    return (_uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
+    return (encode_uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
 
 
 def encode_produce_response(version: int,
@@ -156,7 +148,7 @@ def encode_produce_response(version: int,
     flexible = version >= 9
 
     def count(n: int) -> bytes:
-        return _uvarint(n + 1) if flexible else _I32.pack(n)
+        return encode_uvarint(n + 1) if flexible else _I32.pack(n)
 
     out = bytearray(count(len(rows)))
     for name, parts in rows:
