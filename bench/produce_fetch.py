@@ -40,6 +40,18 @@ _I32 = struct.Struct(">i")
 
 # Raw loopback baseline ------------------------------------------------------------------------------
 
+
+def _recv_total(sock: socket.socket, total: int, buf: bytearray) -> int:
+    """Read and discard up to ``total`` bytes through ``buf``; returns what arrived."""
+    view = memoryview(buf)
+    got = 0
+    while got < total:
+        n = sock.recv_into(view)
+        if not n:
+            break
+        got += n
+    return got
+
 def _raw_server(port_q: mp.Queue, mode: str, total: int) -> None:
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -49,13 +61,7 @@ def _raw_server(port_q: mp.Queue, mode: str, total: int) -> None:
     conn, _ = srv.accept()
     buf = bytearray(MB)
     if mode == "sink":
-        view = memoryview(buf)
-        got = 0
-        while got < total:
-            n = conn.recv_into(view)
-            if not n:
-                break
-            got += n
+        _recv_total(conn, total, buf)
         conn.sendall(b"k")
     else:
         data = bytes(buf)
@@ -82,14 +88,7 @@ def raw_copy(mode: str, total: int) -> float:
             sent += MB
         sock.recv(1)
     else:
-        buf = bytearray(MB)
-        view = memoryview(buf)
-        got = 0
-        while got < total:
-            n = sock.recv_into(view)
-            if not n:
-                break
-            got += n
+        _recv_total(sock, total, bytearray(MB))
     elapsed = time.perf_counter() - start
     sock.close()
     proc.join(5)

@@ -246,28 +246,23 @@ def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key: bytes 
     body = bytearray(b"\x00")  # record attributes (unused)
     _write_varint(body, ts_delta)
     _write_varint(body, offset_delta)
-    if key is None:
-        body.append(1)  # varint(-1)
-    else:
-        _write_varint(body, len(key))
-        body += key
-    if value is None:
-        body.append(1)
-    else:
-        _write_varint(body, len(value))
-        body += value
+    _write_nullable(body, key)
+    _write_nullable(body, value)
     _write_varint(body, len(headers))
     for hkey, hvalue in headers:
-        raw = hkey.encode()
-        _write_varint(body, len(raw))
-        body += raw
-        if hvalue is None:
-            body.append(1)
-        else:
-            _write_varint(body, len(hvalue))
-            body += hvalue
+        _write_nullable(body, hkey.encode())
+        _write_nullable(body, hvalue)
     _write_varint(out, len(body))
     out += body
+
+
+def _write_nullable(out: bytearray, data: bytes | None) -> None:
+    """Varint length (-1 for null) followed by the bytes."""
+    if data is None:
+        out.append(1)  # varint(-1)
+    else:
+        _write_varint(out, len(data))
+        out += data
 
 
 def build_batch(records: Sequence[Record | tuple[bytes | None, bytes | None]], *,
