@@ -65,32 +65,60 @@ def join_fields(group: str, member_id: str, topic: str) -> dict:
             "reason": None}
 
 
-async def form_group(conns: list[Conn], group: str, topic: str) -> list[tuple[str, int]]:
-    """Join + sync every member; returns (member_id, generation) per connection."""
+async def form_group(conns: list[Conn], group: str, topic: str) -> list[tuple[str, int, bool]]:
+    """Join + sync every member as a client does; (member_id, generation, is_leader) per
+    connection once all of them hold the same generation.
+
+    The members' joins race the end of the join phase, so a first generation may form without
+    some of them: like a client, a member whose SyncGroup answers REBALANCE_IN_PROGRESS rejoins,
+    and a synced member heartbeats (and rejoins on REBALANCE_IN_PROGRESS) until all are in.
+    """
     ids = []
     for c in conns:
         r = await c.call(11, JOIN_V, **join_fields(group, "", topic))
         ids.append(r.member_id)
-    joins = await asyncio.gather(*(c.call(11, JOIN_V, **join_fields(group, mid, topic))
-                                   for c, mid in zip(conns, ids, strict=True)))
-    await sync_all(conns, group, joins)
-    return [(j.member_id, j.generation_id, j.leader == j.member_id) for j in joins]
+    synced: list = [None] * len(conns)
+
+    async def member(i: int) -> None:
+        c = conns[i]
+        while True:
+            j = await c.call(11, JOIN_V, **join_fields(group, ids[i], topic))
+            assert j.error_code == 0, (j, group)
+            if await sync(c, group, j) == 27:
+                continue
+            synced[i] = j
+            while not (all(synced) and len({s.generation_id for s in synced}) == 1):
+                r = await c.call(12, 4, group_id=group, generation_id=j.generation_id,
+                                 member_id=j.member_id, group_instance_id=None)
+                if r.error_code == 27:
+                    synced[i] = None
+                    break
+                assert r.error_code == 0, (r, group)
+                await asyncio.sleep(0.01)
+            else:
+                return
+
+    await asyncio.gather(*(member(i) for i in range(len(conns))))
+    return [(j.member_id, j.generation_id, j.leader == j.member_id) for j in synced]
+
+
+async def sync(c: Conn, group: str, j) -> int:
+    """SyncGroup for one join result (the leader hands everyone an empty assignment)."""
+    acls = item_type(request_type(14, 5), "assignments")
+    assignments = ()
+    if j.leader == j.member_id:
+        assignments = tuple(make(acls, member_id=m.member_id, assignment=b"\x00\x00")
+                            for m in j.members)
+    r = await c.call(14, 5, group_id=group, generation_id=j.generation_id,
+                     member_id=j.member_id, group_instance_id=None, protocol_type="consumer",
+                     protocol_name="range", assignments=assignments)
+    assert r.error_code in (0, 27), (r, j.member_id, j.generation_id, j.leader, group)
+    return r.error_code
 
 
 async def sync_all(conns: list[Conn], group: str, joins) -> None:
-    cls = request_type(14, 5)
-    acls = item_type(cls, "assignments")
-
-    async def sync(c: Conn, j):
-        assignments = ()
-        if j.leader == j.member_id:
-            assignments = tuple(make(acls, member_id=m.member_id, assignment=b"\x00\x00")
-                                for m in j.members)
-        r = await c.call(14, 5, group_id=group, generation_id=j.generation_id,
-                         member_id=j.member_id, group_instance_id=None, protocol_type="consumer",
-                         protocol_name="range", assignments=assignments)
-        assert r.error_code == 0, (r, j.member_id, j.generation_id, j.leader, group)
-    await asyncio.gather(*(sync(c, j) for c, j in zip(conns, joins, strict=True)))
+    codes = await asyncio.gather(*(sync(c, group, j) for c, j in zip(conns, joins, strict=True)))
+    assert all(code == 0 for code in codes), codes
 
 
 async def pipeline(conns: list[Conn], frames: list[bytes], depth: int, seconds: float,
