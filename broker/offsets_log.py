@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from protocol.records import build_batch, decode_records
+from protocol.records import build_batch, key_values
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _CHUNK_BATCHES = 2000
@@ -42,9 +42,7 @@ def _decode_some(batches: Any) -> list[tuple[bytes, bytes | None]] | None:
     out: list[tuple[bytes, bytes | None]] = []
     for i, (header, data) in enumerate(batches):
         if not header.is_control:
-            for rec in decode_records(data):
-                if rec.key is not None:
-                    out.append((bytes(rec.key), None if rec.value is None else bytes(rec.value)))
+            out += [kv for kv in key_values(data) if kv[0] is not None]
         if i + 1 >= _CHUNK_BATCHES:
             return out
     return out or None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from protocol.group_records import (
@@ -21,9 +21,13 @@ from protocol.group_records import (
     MemberMetadata,
     OffsetCommitKey,
     OffsetCommitValue,
+    RecordDecodeError,
     decode_key,
+    decode_offset_value,
     decode_value,
     encode_key,
+    encode_offset_key,
+    encode_offset_value,
     encode_value,
 )
 
@@ -31,12 +35,13 @@ from . import errors as E
 from .clock import Clock
 from .errors import CoordinatorError, append_error
 from .group import ClassicGroup, GroupState, Member, Protocols, new_member_id
-from .log import CoordinatorLog
+from .log import CoordinatorLog, RawRecord
 
 log = logging.getLogger("kafkette.coordinator")
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 _MAX_BATCH_RECORDS = 5000
+_OFFSET_KEY_VERSIONS = (b"\x00\x00", b"\x00\x01")
 S = GroupState
 
 
@@ -212,7 +217,11 @@ class Shard:
         self.clock = clock
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
-        self.offsets: dict[str, dict[str, dict[int, OffsetCommitValue]]] = {}
+        # group -> topic -> partition -> OffsetCommitValue bytes, decoded when read
+        self.offsets: dict[str, dict[str, dict[int, bytes]]] = {}
+        # OffsetCommitKey bytes without the partition -> the partition dict those keys fill
+        # (valid while that dict and its group exist: cleared whenever one is removed)
+        self._offset_parts: dict[bytes, dict[int, bytes]] = {}
         self.loading = True
         self.active = False
         self._appender = _Appender(log_, config.append_linger_ms)
@@ -222,14 +231,7 @@ class Shard:
         """Replay the whole partition log, then arm timers. Returns the record count."""
         count = 0
         async for chunk in self.log.read():
-            for key_bytes, value_bytes in chunk:
-                count += 1
-                key = decode_key(key_bytes)
-                if not isinstance(key, OffsetCommitKey | GroupMetadataKey):
-                    log.warning("skipping __consumer_offsets-%d record of unknown type %d",
-                                self.partition, key.version)
-                    continue
-                self.replay(key, decode_value(key, value_bytes))
+            count += self.replay_all(chunk)
         self._on_loaded()
         return count
 
@@ -257,6 +259,7 @@ class Shard:
             group.transition(S.DEAD, self.clock.now_ms())
         self.groups.clear()
         self.offsets.clear()
+        self._offset_parts.clear()
 
     async def close(self) -> None:
         await self._appender.close()
@@ -265,33 +268,91 @@ class Shard:
         return self._appender.idle()
 
     # Replay (load and live offset records) ----------------------------------------------------
-    def replay(self, key: OffsetCommitKey | GroupMetadataKey,
-               value: OffsetCommitValue | GroupMetadataValue | None) -> None:
-        if isinstance(key, OffsetCommitKey):
-            if value is None:
-                topics = self.offsets.get(key.group)
-                if topics is not None:
-                    parts = topics.get(key.topic)
-                    if parts is not None:
-                        parts.pop(key.partition, None)
-                        if not parts:
-                            del topics[key.topic]
-                    if not topics:
-                        del self.offsets[key.group]
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one ``__consumer_offsets`` record (value None: a tombstone) to memory."""
+        self.replay_all(((key, value),))
+
+    def replay_all(self, records: Iterable[RawRecord]) -> int:
+        """Apply records in log order, as on load; returns how many.
+
+        An offset record whose key prefix (version, group, topic) was seen before only stores
+        its value bytes: loading a large log decodes each group and topic name once."""
+        cached = self._offset_parts
+        count = 0
+        for key, value in records:
+            count += 1
+            if value is not None:
+                parts = cached.get(key[:-4])
+                if parts is not None:
+                    parts[int.from_bytes(key[-4:], "big", signed=True)] = value
+                    continue
+            self._replay_decoded(key, value)
+        return count
+
+    def _replay_decoded(self, key_bytes: bytes, value: bytes | None) -> None:
+        try:
+            key = decode_key(key_bytes)
+            if isinstance(key, GroupMetadataKey):
+                self._replay_group(key.group, None if value is None else decode_value(key, value))
                 return
-            assert isinstance(value, OffsetCommitValue)
-            if key.group not in self.groups:
-                self._create_group(key.group)
-            self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = value
-        else:
-            if value is None:
-                group = self.groups.pop(key.group, None)
-                if group is not None:
-                    self._cancel_group_timers(group)
-                    group.transition(S.DEAD, self.clock.now_ms())
-                return
-            assert isinstance(value, GroupMetadataValue)
-            self.groups[key.group] = self._group_from_record(key.group, value)
+        except RecordDecodeError as exc:
+            log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition, exc)
+            return
+        if not isinstance(key, OffsetCommitKey):
+            log.warning("skipping __consumer_offsets-%d record of unknown type %d",
+                        self.partition, key.version)
+            return
+        if value is None:
+            topics = self.offsets.get(key.group)
+            parts = topics.get(key.topic) if topics is not None else None
+            if parts is not None and parts.pop(key.partition, None) is not None and not parts:
+                del topics[key.topic]  # type: ignore[union-attr]
+                if not topics:
+                    del self.offsets[key.group]
+                self._offset_parts.clear()
+            return
+        if key.group not in self.groups:
+            self._create_group(key.group)
+        parts = self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})
+        parts[key.partition] = value
+        self._offset_parts[key_bytes[:-4]] = parts
+
+    def _replay_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
+        if value is None:
+            group = self.groups.pop(group_id, None)
+            if group is not None:
+                self._cancel_group_timers(group)
+                group.transition(S.DEAD, self.clock.now_ms())
+                self._offset_parts.clear()
+            return
+        self.groups[group_id] = self._group_from_record(group_id, value)
+
+    def _stored_offset(self, key: bytes, absent: set[bytes] | None = None) -> bytes | None:
+        """The value bytes held for an offset key, None if none. ``absent`` remembers key
+        prefixes (group and topic) found to hold nothing, across calls."""
+        prefix = key[:-4]
+        parts = self._offset_parts.get(prefix)
+        if parts is None:
+            if absent is not None and prefix in absent:
+                return None
+            k = decode_key(key)
+            assert isinstance(k, OffsetCommitKey)
+            parts = self.offsets.get(k.group, {}).get(k.topic) if k.group in self.groups else None
+            if parts is None:
+                if absent is not None:
+                    absent.add(prefix)
+                return None
+            self._offset_parts[prefix] = parts
+        return parts.get(int.from_bytes(key[-4:], "big", signed=True))
+
+    def _offset_value(self, group_id: str, topic: str, partition: int,
+                      data: bytes) -> OffsetCommitValue | None:
+        try:
+            return decode_offset_value(data)
+        except RecordDecodeError as exc:
+            log.warning("ignoring undecodable offset of group %s for %s-%d: %s",
+                        group_id, topic, partition, exc)
+            return None
 
     def _group_from_record(self, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
         group = ClassicGroup(
@@ -317,24 +378,25 @@ class Shard:
 
     # Records ---------------------------------------------------------------------------------
     def _append(self, records: Sequence[Record], replay: bool) -> asyncio.Future:
-        """Queue records for the log; with ``replay`` apply them to memory now and undo
-        offset changes if the write fails."""
-        undo: list[tuple[OffsetCommitKey, OffsetCommitValue | None, OffsetCommitValue | None]] = []
-        if replay:
-            for key, value in records:
-                if isinstance(key, OffsetCommitKey):
-                    before = self.offsets.get(key.group, {}).get(key.topic, {}).get(key.partition)
-                    undo.append((key, before, value))  # type: ignore[arg-type]
-                self.replay(key, value)
         raw = [(encode_key(k), None if v is None else encode_value(v)) for k, v in records]
+        return self._write(raw, replay)
+
+    def _write(self, raw: list[RawRecord], replay: bool) -> asyncio.Future:
+        """Queue records for the log; with ``replay`` apply them to memory now (offset records
+        and tombstones only) and undo them if the write fails."""
+        if not replay:
+            return self._appender.append(raw)
+        absent: set[bytes] = set()
+        undo = [(key, self._stored_offset(key, absent), value) for key, value in raw
+                if key[:2] in _OFFSET_KEY_VERSIONS]
+        self.replay_all(raw)
         fut = self._appender.append(raw)
         if undo:
             def revert(f: asyncio.Future) -> None:
                 if f.cancelled() or f.exception() is None:
                     return
                 for key, before, written in reversed(undo):
-                    current = self.offsets.get(key.group, {}).get(key.topic, {}).get(key.partition)
-                    if current is written:
+                    if self._stored_offset(key) is written:
                         self.replay(key, before)
             fut.add_done_callback(revert)
         return fut
@@ -841,15 +903,16 @@ class Shard:
         expire = None if retention_ms == -1 else now + retention_ms
         limit = self.config.offset_metadata_max_bytes
         errors: list[int] = []
-        records: list[Record] = []
+        records: list[RawRecord] = []
         for p in partitions:
             if p.metadata is not None and java_length(p.metadata) > limit:
                 errors.append(E.OFFSET_METADATA_TOO_LARGE)
                 continue
             errors.append(E.NONE)
-            records.append((OffsetCommitKey(group_id, p.topic, p.partition),
-                            OffsetCommitValue(p.offset, p.leader_epoch, p.metadata or "", now, expire)))
-        write = self._append(records, replay=True) if records else None
+            records.append((encode_offset_key(group_id, p.topic, p.partition),
+                            encode_offset_value(p.offset, p.leader_epoch, p.metadata or "", now,
+                                                expire)))
+        write = self._write(records, replay=True) if records else None
         return errors, write
 
     def _validate_offset_commit(self, group: ClassicGroup, member_id: str,
@@ -874,19 +937,21 @@ class Shard:
         if topics is None:
             if not stored:
                 return []
-            return [(topic, [(p, v.offset, v.leader_epoch, v.metadata, E.NONE)
-                             for p, v in sorted(parts.items())])
-                    for topic, parts in stored.items()]
+            topics = [(topic, sorted(parts)) for topic, parts in stored.items()]
+            missing = None
+        else:
+            missing = (-1, -1, "", E.NONE)
         out = []
         for topic, partitions in topics:
             parts = stored.get(topic) if stored else None
             rows = []
             for p in partitions:
-                v = parts.get(p) if parts else None
-                if v is None:
-                    rows.append((p, -1, -1, "", E.NONE))
-                else:
+                data = parts.get(p) if parts else None
+                v = None if data is None else self._offset_value(group_id, topic, p, data)
+                if v is not None:
                     rows.append((p, v.offset, v.leader_epoch, v.metadata, E.NONE))
+                elif missing is not None:
+                    rows.append((p, *missing))
             out.append((topic, rows))
         return out
 
@@ -899,7 +964,7 @@ class Shard:
                 not group.uses_consumer_protocol():
             return E.NON_EMPTY_GROUP, [], None
         stored = self.offsets.get(group_id, {})
-        records: list[Record] = []
+        records: list[RawRecord] = []
         out = []
         for topic, partitions in topics:
             if group.is_subscribed_to(topic):
@@ -908,14 +973,14 @@ class Shard:
             parts = stored.get(topic, {})
             for p in partitions:
                 if p in parts:
-                    records.append((OffsetCommitKey(group_id, topic, p), None))
+                    records.append((encode_offset_key(group_id, topic, p), None))
             out.append((topic, [(p, E.NONE) for p in partitions]))
-        write = self._append(records, replay=True) if records else None
+        write = self._write(records, replay=True) if records else None
         return E.NONE, out, write
 
     def delete_groups(self, group_ids: list[str]) -> tuple[list[tuple[str, int]], asyncio.Future | None]:
         results = []
-        records: list[Record] = []
+        records: list[RawRecord] = []
         for gid in group_ids:
             group = self.groups.get(gid)
             if group is None or group.is_in(S.DEAD):
@@ -926,10 +991,10 @@ class Shard:
                 continue
             for topic, parts in self.offsets.get(gid, {}).items():
                 for p in parts:
-                    records.append((OffsetCommitKey(gid, topic, p), None))
-            records.append((GroupMetadataKey(gid), None))
+                    records.append((encode_offset_key(gid, topic, p), None))
+            records.append((encode_key(GroupMetadataKey(gid)), None))
             results.append((gid, E.NONE))
-        write = self._append(records, replay=True) if records else None
+        write = self._write(records, replay=True) if records else None
         return results, write
 
     # Describe / List -------------------------------------------------------------------------
@@ -969,19 +1034,19 @@ class Shard:
     def cleanup_group_metadata(self) -> None:
         if not self.active:
             return
-        records: list[Record] = []
+        records: list[RawRecord] = []
         for gid in list(self.groups):
             if self._cleanup_expired_offsets(gid, records):
                 group = self.groups[gid]
                 if group.is_in(S.EMPTY):
-                    records.append((GroupMetadataKey(gid), None))
+                    records.append((encode_key(GroupMetadataKey(gid)), None))
         if records:
             log.info("offsets retention: writing %d tombstones for __consumer_offsets-%d",
                      len(records), self.partition)
-            self._append(records, replay=True)
+            self._write(records, replay=True)
         self._schedule_retention_check()
 
-    def _cleanup_expired_offsets(self, group_id: str, records: list[Record]) -> bool:
+    def _cleanup_expired_offsets(self, group_id: str, records: list[RawRecord]) -> bool:
         stored = self.offsets.get(group_id)
         if not stored:
             return True
@@ -996,13 +1061,16 @@ class Shard:
             if group.is_subscribed_to(topic):
                 all_expired = False
                 continue
-            for p, value in parts.items():
-                if value.expire_timestamp is not None:
+            for p, data in parts.items():
+                value = self._offset_value(group_id, topic, p, data)
+                if value is None:
+                    expired = True
+                elif value.expire_timestamp is not None:
                     expired = now >= value.expire_timestamp
                 else:
                     expired = now - base(value) >= retention
                 if expired:
-                    records.append((OffsetCommitKey(group_id, topic, p), None))
+                    records.append((encode_offset_key(group_id, topic, p), None))
                 else:
                     all_expired = False
         return all_expired

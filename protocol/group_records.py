@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -143,6 +144,30 @@ def encode_value(value: RecordValue) -> bytes:
     return bytes(out)
 
 
+_V3_HEAD = struct.Struct(">hqih")
+_OFFSET_KEY_V1 = b"\x00\x01"
+
+
+@lru_cache(maxsize=65536)
+def offset_key_prefix(group: str, topic: str) -> bytes:
+    """OffsetCommitKey v1 bytes without the trailing int32 partition."""
+    g, t = group.encode(), topic.encode()
+    return _OFFSET_KEY_V1 + _I16.pack(len(g)) + g + _I16.pack(len(t)) + t
+
+
+def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
+    return offset_key_prefix(group, topic) + _I32.pack(partition)
+
+
+def encode_offset_value(offset: int, leader_epoch: int, metadata: str, commit_timestamp: int,
+                        expire_timestamp: int | None = None) -> bytes:
+    """``encode_value(OffsetCommitValue(...))`` without building the value object."""
+    if expire_timestamp is not None or metadata:
+        return encode_value(OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp,
+                                              expire_timestamp))
+    return _V3_HEAD.pack(3, offset, leader_epoch, 0) + _I64.pack(commit_timestamp)
+
+
 # Decoding --------------------------------------------------------------------------------------
 
 class _Reader:
@@ -245,7 +270,16 @@ def decode_key(data: bytes | memoryview) -> RecordKey | UnknownKey:
 def decode_value(key: RecordKey, data: bytes | memoryview | None) -> RecordValue | None:
     if data is None:
         return None
-    if isinstance(key, OffsetCommitKey) and data[:2] == b"\x00\x03":
+    if isinstance(key, OffsetCommitKey):
+        return decode_offset_value(data)
+    if isinstance(key, GroupMetadataKey):
+        r = _Reader(data)
+        return _group_value(r, r.i16())
+    raise RecordDecodeError(f"no value schema for key {key!r}")
+
+
+def decode_offset_value(data: bytes | memoryview) -> OffsetCommitValue:
+    if data[:2] == b"\x00\x03":
         try:  # fast path: OffsetCommitValue v3
             offset, epoch, n = _V3_TAIL.unpack_from(data, 2)
             if n >= 0 and len(data) == 16 + n + 8:
@@ -254,12 +288,7 @@ def decode_value(key: RecordKey, data: bytes | memoryview | None) -> RecordValue
         except (struct.error, UnicodeDecodeError):
             pass
     r = _Reader(data)
-    version = r.i16()
-    if isinstance(key, OffsetCommitKey):
-        return _offset_value(r, version)
-    if isinstance(key, GroupMetadataKey):
-        return _group_value(r, version)
-    raise RecordDecodeError(f"no value schema for key {key!r}")
+    return _offset_value(r, r.i16())
 
 
 def _offset_value(r: _Reader, version: int) -> OffsetCommitValue:

@@ -17,6 +17,7 @@ from protocol.group_records import (
     decode_key,
     decode_value,
     encode_key,
+    encode_value,
 )
 
 from .env import DESCRIBE, Env
@@ -122,5 +123,52 @@ async def test_load_replays_log_and_skips_unknown_types():
     assert await shard.load() == 4
     assert shard.fetch_offsets("g", None) == [("t", [(0, 42, 5, "", 0)])]
     assert shard.groups["g"].state.value == "Empty" and shard.groups["g"].protocol_type is None
-    shard.replay(GroupMetadataKey("g"), GroupMetadataValue("consumer", 3, "range", "m", 1, ()))
+    shard.replay(encode_key(GroupMetadataKey("g")),
+                 encode_value(GroupMetadataValue("consumer", 3, "range", "m", 1, ())))
     assert shard.groups["g"].generation == 3
+
+
+def _value(offset: int) -> bytes:
+    return encode_value(OffsetCommitValue(offset, -1, "", 1_700_000_000_000))
+
+
+def _v0_key(group: str, topic: str, partition: int) -> bytes:
+    return b"\x00\x00" + encode_key(OffsetCommitKey(group, topic, partition))[2:]
+
+
+async def test_load_follows_tombstones_and_group_deletion():
+    """Keys whose prefix was seen take replay's fast path: removals must not leave it stale."""
+    shard, log, _clock = _shard()
+    key = encode_key
+    log.records = [
+        (key(OffsetCommitKey("g", "t", 0)), _value(1)),
+        (key(OffsetCommitKey("g", "t", 1)), _value(2)),
+        (_v0_key("g", "t", 2), _value(3)),  # key v0: same group, topic and partition map
+        (key(OffsetCommitKey("g", "t", 0)), _value(4)),
+        (key(OffsetCommitKey("g", "t", 0)), None),
+        (key(OffsetCommitKey("g", "t", 1)), None),
+        (key(OffsetCommitKey("g", "t", 2)), None),
+        (key(GroupMetadataKey("g")), None),  # DeleteGroups wrote these
+        (key(OffsetCommitKey("g", "t", 1)), _value(5)),  # the group is used again
+        (key(OffsetCommitKey("h", "t", 0)), b"\x00\x09garbage"),  # undecodable value
+    ]
+    assert await shard.load() == 10
+    assert shard.fetch_offsets("g", None) == [("t", [(1, 5, -1, "", 0)])]
+    assert shard.groups["g"].state.value == "Empty"
+    assert shard.fetch_offsets("h", [("t", [0])]) == [("t", [(0, -1, -1, "", 0)])]
+
+
+async def test_failed_first_commit_of_a_topic_is_reverted():
+    shard, log, _clock = _shard()
+    await shard.load()
+    log.fail_with = TimeoutError("disk stalled")
+    _e, w = shard.commit_offsets("g", -1, "", None, -1,
+                                 [CommitPartition("t", p, 7, -1, None) for p in range(3)], 9)
+    with pytest.raises(TimeoutError):
+        await w
+    await asyncio.sleep(0)
+    assert shard.fetch_offsets("g", None) == []
+    log.fail_with = None
+    _e, w = shard.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 1, 8, -1, None)], 9)
+    await w
+    assert shard.fetch_offsets("g", None) == [("t", [(1, 8, -1, "", 0)])]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
@@ -13,6 +15,7 @@ from protocol.records import (
     build_batch,
     decode_records,
     iter_batches,
+    key_values,
     parse_batch_header,
     set_base_offset,
     set_log_append_time,
@@ -70,6 +73,49 @@ def test_uncompressed_bytes_match_aiokafka_exactly() -> None:
     ours = build_batch(recs, base_offset=0, producer_id=7, producer_epoch=1, base_sequence=5,
                        partition_leader_epoch=parse_batch_header(raw).partition_leader_epoch)
     assert ours == raw
+
+
+def _pairs(seed: int) -> list[tuple[bytes | None, bytes | None]]:
+    """Keys and values around the one/two/three-byte varint length boundaries, and nulls."""
+    rng = random.Random(seed)
+    sizes = [0, 1, 63, 64, 65, 200, 8191, 8192, 20_000]
+    return [(None if rng.random() < 0.1 else rng.randbytes(rng.choice(sizes)),
+             None if rng.random() < 0.1 else rng.randbytes(rng.choice(sizes)))
+            for _ in range(rng.randint(1, 150))]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_key_value_batches_match_aiokafka_builder(codec: int) -> None:
+    for seed in range(5):
+        pairs = _pairs(seed)
+        builder = AioBuilder(magic=2, compression_type=codec, is_transactional=0,
+                             producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                             batch_size=1 << 24)
+        for i, (k, v) in enumerate(pairs):
+            builder.append(i, timestamp=1_700_000_000_000, key=k, value=v, headers=[])
+        theirs = bytes(builder.build())
+        ours = build_batch(pairs, base_timestamp=1_700_000_000_000, compression=codec)
+        if codec == 0:
+            assert ours == theirs
+        assert [(r.key, r.value) for r in AioBatch(ours)] == pairs
+        assert key_values(ours) == key_values(theirs) == pairs
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_key_values_agree_with_decode_records(codec: int) -> None:
+    raw = _aio_batch(codec)  # records with headers take the general decoder
+    assert key_values(raw) == [(r.key, r.value) for r in decode_records(raw)]
+    pairs = _pairs(9)
+    assert key_values(build_batch(pairs, compression=codec)) == pairs
+
+
+def test_key_values_rejects_lengths_that_do_not_add_up() -> None:
+    raw = bytearray(build_batch([(b"key", b"value")]))
+    raw[61] += 2  # the record claims one more byte than its fields hold
+    with pytest.raises(CorruptRecordError):
+        key_values(bytes(raw))
+    with pytest.raises(CorruptRecordError):
+        key_values(bytes(raw[:-3]))
 
 
 def test_kafka_python_reads_gzip_batch() -> None:
