@@ -1,7 +1,7 @@
 """A small blocking Kafka client on the project's codec: raw requests, frames and pipelining.
 
-Used by the wire-level tests (tests/wire.py) and the benchmarks (bench/figures/wire.py); never by
-the broker itself, whose event loop must not block.
+Used by ``kafkette groups`` (broker/admin_cli.py), the wire-level tests (tests/wire.py) and the
+benchmarks (bench/figures/wire.py); never by the broker itself, whose event loop must not block.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import struct
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 from protocol.build import item_type, make
 from protocol.codec import decode_response, encode_request, request_type
@@ -24,7 +24,7 @@ class WireError(RuntimeError):
 class WireClient:
     def __init__(self, bootstrap: str, client_id: str | None = "kafkette-wire", timeout: float = 10):
         host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client_id = client_id
         self._corr = 0
@@ -32,7 +32,7 @@ class WireClient:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> WireClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
