@@ -26,6 +26,16 @@ def messages(client: str, codec: str):
         yield i % PARTITIONS, key, value, headers, TS0 + i
 
 
+def _take(got: dict[int, list[Row]], batch: dict) -> int:
+    """Add a poll's records ({TopicPartition: [record]}, aiokafka and kafka-python alike) to got."""
+    n = 0
+    for tp, msgs in batch.items():
+        for m in msgs:
+            got[tp.partition].append((m.offset, m.key, m.value, list(m.headers), m.timestamp))
+            n += 1
+    return n
+
+
 def create(bootstrap: str, topic: str) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -73,11 +83,7 @@ async def _aio_consume(bootstrap: str, topic: str, expected: int) -> dict[int, l
         count = 0
         deadline = time.monotonic() + 60
         while count < expected and time.monotonic() < deadline:
-            batch = await consumer.getmany(timeout_ms=1000, max_records=5000)
-            for tp, msgs in batch.items():
-                for m in msgs:
-                    got[tp.partition].append((m.offset, m.key, m.value, list(m.headers), m.timestamp))
-                    count += 1
+            count += _take(got, await consumer.getmany(timeout_ms=1000, max_records=5000))
     finally:
         await consumer.stop()
     return got
@@ -125,10 +131,7 @@ def kp_consume(bootstrap: str, topic: str, expected: int) -> dict[int, list[Row]
         count = 0
         deadline = time.monotonic() + 60
         while count < expected and time.monotonic() < deadline:
-            for tp, msgs in consumer.poll(timeout_ms=1000, max_records=5000).items():
-                for m in msgs:
-                    got[tp.partition].append((m.offset, m.key, m.value, list(m.headers), m.timestamp))
-                    count += 1
+            count += _take(got, consumer.poll(timeout_ms=1000, max_records=5000))
     finally:
         consumer.close()
     return got
