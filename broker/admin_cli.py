@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import socket
 import struct
 import sys
 from collections.abc import Iterable, Sequence
@@ -24,7 +23,9 @@ from typing import Any, TextIO
 from kio.schema.errors import ErrorCode
 
 from protocol.build import item_type, make
-from protocol.codec import decode_response, encode_request, request_type
+from protocol.codec import request_type
+
+from .wire_client import WireClient, WireError
 
 API_VERSIONS, METADATA, LIST_OFFSETS = 18, 3, 2
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
@@ -46,25 +47,13 @@ def error_name(code: Any) -> str:
     return ErrorCode(int(code)).name.upper()
 
 
-class AdminClient:
+class AdminClient(WireClient):
     def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin"):
-        host, port = bootstrap.rsplit(":", 1)
         try:
-            self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+            super().__init__(bootstrap, client_id, timeout)
         except OSError as exc:
             raise AdminError(f"cannot connect to {bootstrap}: {exc}") from exc
-        self.client_id = client_id
-        self._corr = 0
         self.versions = self._negotiate()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> AdminClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _negotiate(self) -> dict[int, int]:
         response = self._call(API_VERSIONS, 0)
@@ -80,30 +69,16 @@ class AdminClient:
         return chosen
 
     def _call(self, api_key: int, version: int, **fields: Any) -> Any:
-        self._corr += 1
-        body = make(request_type(api_key, version), **fields)
-        self.sock.sendall(encode_request(api_key, version, self._corr, self.client_id, body))
-        (size,) = struct.unpack(">i", self._read(4))
-        corr, response = decode_response(api_key, version, self._read(size))
-        if corr != self._corr:
-            raise AdminError(f"correlation id {corr} != {self._corr}")
-        return response
+        try:
+            return self.request(api_key, version, **fields)
+        except (ConnectionError, WireError) as exc:
+            raise AdminError(str(exc)) from exc
 
     def call(self, api_key: int, **fields: Any) -> tuple[int, Any]:
         version = self.versions.get(api_key)
         if version is None:
             raise AdminError(f"the broker does not support API key {api_key}")
         return version, self._call(api_key, version, **fields)
-
-    def _read(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self.sock.recv(n)
-            if not chunk:
-                raise AdminError("connection closed by the broker")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
 
     # Operations -------------------------------------------------------------------------
     def list_groups(self) -> list[tuple[str, str, str]]:

@@ -6,15 +6,11 @@ versions are negotiated against what the target advertises in ApiVersions.
 
 from __future__ import annotations
 
-import socket
-import struct
-from collections.abc import Iterable
 from typing import Any
 
+from broker.wire_client import WireClient as BaseWireClient
 from protocol.build import item_type, make
-from protocol.codec import decode_response, encode_request, request_type
-
-_I32 = struct.Struct(">i")
+from protocol.codec import request_type
 
 # API keys used by the benchmarks.
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
@@ -48,73 +44,22 @@ def pick_version(versions: dict[int, tuple[int, int]], api_key: int) -> int:
     return want
 
 
-class WireClient:
+class WireClient(BaseWireClient):
+    """The shared raw client plus ApiVersions negotiation and topic set-up."""
+
     def __init__(self, bootstrap: str, timeout: float = 30, client_id: str = "kafkette-bench"):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.client_id = client_id
+        super().__init__(bootstrap, client_id, timeout)
         self.versions: dict[int, tuple[int, int]] = {}
-        self._corr = 0
 
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> WireClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # Encoding ----------------------------------------------------------------------------------
     def version(self, api_key: int) -> int:
         if not self.versions:
             self.versions = supported_versions(self)
         return pick_version(self.versions, api_key)
 
-    def encode(self, api_key: int, version: int, correlation_id: int = 0, **fields: Any) -> bytes:
-        return encode_request(api_key, version, correlation_id, self.client_id,
-                              make(request_type(api_key, version), **fields))
-
-    # I/O ---------------------------------------------------------------------------------------
-    def read_frame(self) -> bytes:
-        (size,) = _I32.unpack(self._read_exact(4))
-        return self._read_exact(size)
-
-    def _read_exact(self, n: int) -> bytes:
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            read = self.sock.recv_into(view[got:])
-            if not read:
-                raise ConnectionError("connection closed by the broker")
-            got += read
-        return bytes(buf)
-
-    def request(self, api_key: int, version: int | None = None, **fields: Any) -> Any:
+    def request(self, api_key: int, version: int | None = None, body: Any = None,
+                **fields: Any) -> Any:
         version = self.version(api_key) if version is None else version
-        self._corr += 1
-        self.sock.sendall(self.encode(api_key, version, self._corr, **fields))
-        frame = self.read_frame()
-        corr, body = decode_response(api_key, version, frame)
-        if corr != self._corr:
-            raise KafkaError(f"correlation id {corr} != {self._corr}")
-        return body
-
-    def pipeline(self, frames: Iterable[bytes], depth: int = 64) -> list[bytes]:
-        """Send frames keeping up to ``depth`` in flight; the raw response frames, in order."""
-        out: list[bytes] = []
-        pending = 0
-        for frame in frames:
-            if pending >= depth:
-                out.append(self.read_frame())
-                pending -= 1
-            self.sock.sendall(frame)
-            pending += 1
-        for _ in range(pending):
-            out.append(self.read_frame())
-        return out
+        return super().request(api_key, version, body, **fields)
 
     # Helpers -----------------------------------------------------------------------------------
     def metadata(self, topics: list[str] | None, auto_create: bool = False) -> Any:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.build import item_type, make
 from storage.log import LEADER_EPOCH, PartitionLog
 
 from ..context import RequestContext
 from ..registry import api
+from ._partitions import per_partition_async
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
@@ -39,24 +38,19 @@ def _lookup(plog: PartitionLog, timestamp: int) -> tuple[ErrorCode, int, int, in
 
 @api(2, 1, 10)
 async def handle_list_offsets(ctx: RequestContext, req: Any):
-    cls = ctx.response_type
-    topic_cls = item_type(cls, "topics")
-    part_cls = item_type(topic_cls, "partitions")
     logs = ctx.broker.logs
-    topics = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            plog = logs.get_partition(t.name, p.partition_index)
-            if plog is None:
-                code, ts, offset, epoch = ErrorCode.unknown_topic_or_partition, -1, -1, -1
-            elif p.timestamp >= 0 or p.timestamp == MAX_TIMESTAMP:
-                # Reads a batch from the segment file: keep it off the event loop.
-                code, ts, offset, epoch = await asyncio.to_thread(_lookup, plog, p.timestamp)
-            else:
-                code, ts, offset, epoch = _lookup(plog, p.timestamp)
-            parts.append(make(part_cls, partition_index=p.partition_index, error_code=code,
-                              timestamp=ts, offset=offset, leader_epoch=epoch,
-                              old_style_offsets=(offset,) if offset >= 0 else ()))
-        topics.append(make(topic_cls, name=t.name, partitions=tuple(parts)))
-    return make(cls, throttle_time=timedelta(0), topics=tuple(topics))
+
+    async def answer(topic: str, p: Any) -> dict[str, Any]:
+        plog = logs.get_partition(topic, p.partition_index)
+        if plog is None:
+            code, ts, offset, epoch = ErrorCode.unknown_topic_or_partition, -1, -1, -1
+        elif p.timestamp >= 0 or p.timestamp == MAX_TIMESTAMP:
+            # Reads a batch from the segment file: keep it off the event loop.
+            code, ts, offset, epoch = await asyncio.to_thread(_lookup, plog, p.timestamp)
+        else:
+            code, ts, offset, epoch = _lookup(plog, p.timestamp)
+        return dict(partition_index=p.partition_index, error_code=code, timestamp=ts,
+                    offset=offset, leader_epoch=epoch,
+                    old_style_offsets=(offset,) if offset >= 0 else ())
+
+    return await per_partition_async(ctx, req, answer)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from tests.compat.burrow import Burrow, accepts_list_offsets_v0
+from tests.compat.kafka_python import join, produce
 from tests.tools import ensure_burrow, ensure_zookeeper
 
 TOPIC, GROUP = "burrow-topic", "burrow-group"
@@ -24,14 +25,6 @@ def burrow_tools() -> tuple[str, str]:
     return burrow, zookeeper
 
 
-def _produce(bootstrap: str, count: int) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    for i in range(count):
-        producer.send(TOPIC, f"v{i}".encode(), partition=i % 3)
-    producer.flush()
-    producer.close()
-
-
 @pytest.mark.parametrize("tool", ["burrow"])
 def test_lag(tool: str, kafka_broker_factory) -> None:
     broker = kafka_broker_factory(**{"num.partitions": 3})
@@ -40,21 +33,16 @@ def test_lag(tool: str, kafka_broker_factory) -> None:
                     "Apache Kafka 4.0 (KIP-896), no longer serves (linkedin/Burrow#843)")
     tools = burrow_tools()  # installs only when the scenario can run
     broker.run(broker.broker.logs.create_topic(TOPIC, 3))
-    _produce(broker.bootstrap, 30)
+    produce(broker.bootstrap, TOPIC, 30)
     # A real consumer group (protocol type "consumer") commits 10, 7 and 4 of 10 records each.
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=GROUP,
                              enable_auto_commit=False, session_timeout_ms=6000)
-    consumer.partitions_for_topic(TOPIC)  # see programs/pyclient.py: avoids a client stall
-    consumer.subscribe([TOPIC])
-    for _ in range(20):  # long polls: see KAFKA_PYTHON_POLL_MS in programs/pyclient.py
-        consumer.poll(timeout_ms=1000)
-        if len(consumer.assignment()) == 3:
-            break
+    join(consumer, TOPIC)
     committed = {0: 10, 1: 7, 2: 4}
     consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(o, "", -1)
                      for p, o in committed.items()})
     consumer.close()
-    _produce(broker.bootstrap, 6)  # log-end offsets move to 12 each
+    produce(broker.bootstrap, TOPIC, 6)  # log-end offsets move to 12 each
     expected = {p: 12 - o for p, o in committed.items()}
 
     monitor = Burrow(*tools, broker.bootstrap)

@@ -6,11 +6,12 @@ import subprocess
 import sys
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from broker.admin_cli import AdminClient, decode_assignment
 from broker.cli import main
+from tests.compat.kafka_python import join, produce
 from tests.tools import ROOT
 
 TOPIC, GROUP = "cli-topic", "cli-group"
@@ -20,11 +21,7 @@ TOPIC, GROUP = "cli-topic", "cli-group"
 def broker(kafka_broker_factory):
     broker = kafka_broker_factory(**{"num.partitions": 3})
     broker.run(broker.broker.logs.create_topic(TOPIC, 3))
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
-    for i in range(30):
-        producer.send(TOPIC, f"v{i}".encode(), partition=i % 3)
-    producer.flush()
-    producer.close()
+    produce(broker.bootstrap, TOPIC, 30)
     return broker
 
 
@@ -34,12 +31,7 @@ def member(broker):
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=GROUP,
                              client_id="cli-client", enable_auto_commit=False,
                              session_timeout_ms=6000, heartbeat_interval_ms=500)
-    consumer.partitions_for_topic(TOPIC)  # see programs/pyclient.py: avoids a client stall
-    consumer.subscribe([TOPIC])
-    for _ in range(20):  # long polls: see KAFKA_PYTHON_POLL_MS in programs/pyclient.py
-        consumer.poll(timeout_ms=1000)
-        if len(consumer.assignment()) == 3:
-            break
+    join(consumer, TOPIC)
     assert len(consumer.assignment()) == 3
     consumer.commit({TopicPartition(TOPIC, 0): OffsetAndMetadata(10, "", -1),
                      TopicPartition(TOPIC, 1): OffsetAndMetadata(5, "", -1)})

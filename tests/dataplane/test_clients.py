@@ -26,6 +26,28 @@ def messages(client: str, codec: str):
         yield i % PARTITIONS, key, value, headers, TS0 + i
 
 
+class _Collected:
+    """Records of polls ({TopicPartition: [record]}, aiokafka and kafka-python alike) by partition,
+    until ``expected`` of them arrived or 60 s went by."""
+
+    def __init__(self, expected: int) -> None:
+        self.got: dict[int, list[Row]] = defaultdict(list)
+        self.count, self.expected = 0, expected
+        self.deadline = time.monotonic() + 60
+
+    def wanting(self) -> bool:
+        return self.count < self.expected and time.monotonic() < self.deadline
+
+    def add(self, partition: int, row: Row) -> None:
+        self.got[partition].append(row)
+        self.count += 1
+
+    def take(self, batch: dict) -> None:
+        for tp, msgs in batch.items():
+            for m in msgs:
+                self.add(tp.partition, (m.offset, m.key, m.value, list(m.headers), m.timestamp))
+
+
 def create(bootstrap: str, topic: str) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -67,20 +89,14 @@ async def _aio_consume(bootstrap: str, topic: str, expected: int) -> dict[int, l
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                 auto_offset_reset="earliest", max_partition_fetch_bytes=256 * 1024)
     await consumer.start()
-    got: dict[int, list[Row]] = defaultdict(list)
+    seen = _Collected(expected)
     try:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        count = 0
-        deadline = time.monotonic() + 60
-        while count < expected and time.monotonic() < deadline:
-            batch = await consumer.getmany(timeout_ms=1000, max_records=5000)
-            for tp, msgs in batch.items():
-                for m in msgs:
-                    got[tp.partition].append((m.offset, m.key, m.value, list(m.headers), m.timestamp))
-                    count += 1
+        while seen.wanting():
+            seen.take(await consumer.getmany(timeout_ms=1000, max_records=5000))
     finally:
         await consumer.stop()
-    return got
+    return seen.got
 
 
 def aio_produce(bootstrap: str, topic: str):
@@ -119,19 +135,14 @@ def kp_consume(bootstrap: str, topic: str, expected: int) -> dict[int, list[Row]
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              auto_offset_reset="earliest", group_id=None,
                              max_partition_fetch_bytes=256 * 1024)
-    got: dict[int, list[Row]] = defaultdict(list)
+    seen = _Collected(expected)
     try:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        count = 0
-        deadline = time.monotonic() + 60
-        while count < expected and time.monotonic() < deadline:
-            for tp, msgs in consumer.poll(timeout_ms=1000, max_records=5000).items():
-                for m in msgs:
-                    got[tp.partition].append((m.offset, m.key, m.value, list(m.headers), m.timestamp))
-                    count += 1
+        while seen.wanting():
+            seen.take(consumer.poll(timeout_ms=1000, max_records=5000))
     finally:
         consumer.close()
-    return got
+    return seen.got
 
 
 # confluent-kafka ---------------------------------------------------------------------------------
@@ -171,20 +182,17 @@ def ck_consume(bootstrap: str, topic: str, expected: int) -> dict[int, list[Row]
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dataplane-assign",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    got: dict[int, list[Row]] = defaultdict(list)
+    seen = _Collected(expected)
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        count = 0
-        deadline = time.monotonic() + 60
-        while count < expected and time.monotonic() < deadline:
+        while seen.wanting():
             for m in consumer.consume(num_messages=5000, timeout=1):
                 assert m.error() is None, m.error()
-                got[m.partition()].append((m.offset(), m.key(), m.value(), list(m.headers() or []),
-                                           m.timestamp()[1]))
-                count += 1
+                seen.add(m.partition(), (m.offset(), m.key(), m.value(), list(m.headers() or []),
+                                         m.timestamp()[1]))
     finally:
         consumer.close()
-    return got
+    return seen.got
 
 
 CLIENTS = {

@@ -54,6 +54,24 @@ def group_settings(session_ms: int) -> dict[str, int]:
     return {"session": session_ms, "heartbeat": max(session_ms // 5, 50), "rebalance": 10_000}
 
 
+def member_config(bootstrap: str, group: str, t: dict[str, int]) -> dict[str, Any]:
+    """Group-member settings kafka-python and aiokafka spell alike."""
+    return dict(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                auto_offset_reset="earliest", session_timeout_ms=t["session"],
+                heartbeat_interval_ms=t["heartbeat"], max_poll_interval_ms=t["rebalance"])
+
+
+def emit_records(batch: dict[Any, list[Any]]) -> int:
+    """Emit a poll's records ({TopicPartition: [record]}, kafka-python and aiokafka); how many."""
+    n = 0
+    for records in batch.values():
+        for r in records:
+            emit("record", partition=r.partition, offset=r.offset, key=_text(r.key),
+                 value=_text(r.value))
+            n += 1
+    return n
+
+
 # kafka-python ---------------------------------------------------------------------------------
 
 def kafka_python(cmd: str, bootstrap: str, topic: str, rest: list[str]) -> None:
@@ -83,19 +101,12 @@ def kafka_python(cmd: str, bootstrap: str, topic: str, rest: list[str]) -> None:
         consumer.assign([TopicPartition(topic, p) for p in sorted(parts)])
         seen = 0
         while seen < count:
-            for records in consumer.poll(timeout_ms=200).values():
-                for r in records:
-                    emit("record", partition=r.partition, offset=r.offset, key=_text(r.key),
-                         value=_text(r.value))
-                    seen += 1
+            seen += emit_records(consumer.poll(timeout_ms=200))
         consumer.close()
     elif cmd == "member":
         group, t = rest[0], group_settings(int(rest[1]))
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-            auto_offset_reset="earliest", session_timeout_ms=t["session"],
-            heartbeat_interval_ms=t["heartbeat"], max_poll_interval_ms=t["rebalance"],
-            client_id=f"kafka-python-{group}")
+        consumer = KafkaConsumer(**member_config(bootstrap, group, t),
+                                 client_id=f"kafka-python-{group}")
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked: Any) -> None:
@@ -110,10 +121,7 @@ def kafka_python(cmd: str, bootstrap: str, topic: str, rest: list[str]) -> None:
         consumer.subscribe([topic], listener=Listener())
         commands = stdin_commands()
         while True:
-            for records in consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS).values():
-                for r in records:
-                    emit("record", partition=r.partition, offset=r.offset, key=_text(r.key),
-                         value=_text(r.value))
+            emit_records(consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS))
             while not commands.empty():
                 command = commands.get()
                 if command == "commit":
@@ -247,21 +255,13 @@ async def aiokafka_main(cmd: str, bootstrap: str, topic: str, rest: list[str]) -
             consumer.assign([TopicPartition(topic, p) for p in sorted(parts)])
             seen = 0
             while seen < count:
-                batch = await consumer.getmany(timeout_ms=200)
-                for records in batch.values():
-                    for r in records:
-                        emit("record", partition=r.partition, offset=r.offset, key=_text(r.key),
-                             value=_text(r.value))
-                        seen += 1
+                seen += emit_records(await consumer.getmany(timeout_ms=200))
         finally:
             await consumer.stop()
     elif cmd == "member":
         group, t = rest[0], group_settings(int(rest[1]))
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-            auto_offset_reset="earliest", session_timeout_ms=t["session"],
-            heartbeat_interval_ms=t["heartbeat"], max_poll_interval_ms=t["rebalance"],
-            rebalance_timeout_ms=t["rebalance"], client_id=f"aiokafka-{group}")
+        consumer = AIOKafkaConsumer(**member_config(bootstrap, group, t),
+                                    rebalance_timeout_ms=t["rebalance"], client_id=f"aiokafka-{group}")
 
         class Listener(ConsumerRebalanceListener):
             async def on_partitions_revoked(self, revoked: Any) -> None:
@@ -275,11 +275,7 @@ async def aiokafka_main(cmd: str, bootstrap: str, topic: str, rest: list[str]) -
         commands = stdin_commands()
         try:
             while True:
-                batch = await consumer.getmany(timeout_ms=int(POLL_S * 1000))
-                for records in batch.values():
-                    for r in records:
-                        emit("record", partition=r.partition, offset=r.offset, key=_text(r.key),
-                             value=_text(r.value))
+                emit_records(await consumer.getmany(timeout_ms=int(POLL_S * 1000)))
                 while not commands.empty():
                     command = commands.get()
                     if command == "commit":
