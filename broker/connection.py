@@ -3,6 +3,10 @@
 Requests on one connection are processed one at a time, as Kafka does (it mutes a channel
 until its response is sent); a request that waits (long-poll Fetch, parked JoinGroup) holds
 back only its own connection. Handlers that answer synchronously take a fast path with no task.
+
+A handler returns the response object, its encoded body (``bytes``), an ``asyncio.Future`` of
+either (completed by a callback, no task), an awaitable of either, ``NO_RESPONSE``, or an object
+with ``write_to(transport, correlation_id, api_codec)`` for pre-framed bytes.
 """
 
 from __future__ import annotations
@@ -96,6 +100,11 @@ class KafkaConnection(asyncio.Protocol):
             if outcome is None:
                 return  # connection closed
             corr, api_codec, result = outcome
+            if isinstance(result, asyncio.Future):
+                self._busy = True
+                self._flush()
+                result.add_done_callback(lambda f, c=corr, a=api_codec: self._resolved(c, a, f))
+                return
             if hasattr(result, "__await__"):
                 self._busy = True
                 self._flush()
@@ -120,6 +129,17 @@ class KafkaConnection(asyncio.Protocol):
             self._task = None
             self._busy = False
         self._send(corr, api_codec, result)
+        self._drain()
+
+    def _resolved(self, corr: int, api_codec: Any, fut: asyncio.Future) -> None:
+        self._busy = False
+        if fut.cancelled() or fut.exception() is not None:
+            if not self._closed:
+                log.error("handler for api %d failed; closing %s", api_codec.api_key, self.peer,
+                          exc_info=None if fut.cancelled() else fut.exception())
+                self.close(None)
+            return
+        self._send(corr, api_codec, fut.result())
         self._drain()
 
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
@@ -156,6 +176,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def _send(self, corr: int, api_codec: Any, result: Any) -> None:
         if result is NO_RESPONSE or self._closed or self.transport is None:
+            return
+        if type(result) is bytes:
+            self._out.append(api_codec.frame(corr, result))
             return
         write = getattr(result, "write_to", None)
         if write is not None:  # a pre-framed response (e.g. Fetch splicing log bytes)

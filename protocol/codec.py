@@ -45,18 +45,24 @@ class ApiCodec:
 
     def encode_response(self, correlation_id: int, body: Any) -> bytes:
         """Frame (size prefix) + response header + body."""
+        return self.frame(correlation_id, self.encode_body(body))
+
+    def encode_body(self, body: Any) -> bytes:
         memo = self._memo
         if memo[0] is body:
-            encoded = memo[1]
-        else:
-            buf = io.BytesIO()
-            self._write(buf, body)
-            encoded = buf.getvalue()
-            memo[0], memo[1] = body, encoded
+            return memo[1]
+        buf = io.BytesIO()
+        self._write(buf, body)
+        encoded = buf.getvalue()
+        memo[0], memo[1] = body, encoded
+        return encoded
+
+    def frame(self, correlation_id: int, encoded_body: bytes) -> bytes:
+        """Frame (size prefix) + response header + an already encoded body."""
         # KIP-511: the ApiVersions response always uses header v0.
         flexible_header = self.flexible and self.api_key != API_VERSIONS_KEY
         header = response_header(correlation_id, flexible_header)
-        return _I32.pack(len(header) + len(encoded)) + header + encoded
+        return _I32.pack(len(header) + len(encoded_body)) + header + encoded_body
 
     def encode_request_body(self, body: Any) -> bytes:
         buf = io.BytesIO()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import lru_cache
 
 from kio.schema.errors import ErrorCode
 
@@ -10,6 +11,7 @@ from coordinator import errors as E
 from coordinator.errors import CoordinatorError, append_error
 from coordinator.shard import CommitPartition
 from protocol.build import item_type, make
+from protocol.codec import codec, response_type
 
 from ..context import RequestContext
 from ..registry import api
@@ -23,48 +25,72 @@ def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
 
 # OffsetCommit ------------------------------------------------------------------------------------
 
+Layout = tuple[tuple[str, tuple[int, ...]], ...]
+
+
 @api(8, 2, 9)
-async def handle_offset_commit(ctx: RequestContext, req):
+def handle_offset_commit(ctx: RequestContext, req):
+    """Answers with the encoded body, or a future of it once the offsets are durable."""
     v = ctx.api_version
-    topic_cls = item_type(ctx.response_type, "topics")
-    part_cls = item_type(topic_cls, "partitions")
-    # (topic, partition) -> error, in request order
-    errors: dict[tuple[str, int], int] = {}
-    order: list[tuple[str, list[int]]] = []
+    logs = ctx.broker.logs
+    layout: list[tuple[str, tuple[int, ...]]] = []
+    codes: list[int] = []  # in request order; -1 until the shard answers
     accepted: list[CommitPartition] = []
     for t in req.topics:
-        order.append((t.name, [p.partition_index for p in t.partitions]))
+        info = logs.topic(t.name)
+        count = info.partitions if info is not None else 0
+        layout.append((t.name, tuple(p.partition_index for p in t.partitions)))
         for p in t.partitions:
-            if not _partition_exists(ctx, t.name, p.partition_index):
-                errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
-            else:
+            if 0 <= p.partition_index < count:
+                codes.append(-1)
                 accepted.append(CommitPartition(
                     t.name, p.partition_index, p.committed_offset,
                     getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
-    if accepted:
-        codes: list[int]
-        try:
-            shard = shard_for(ctx, req.group_id)
-        except CoordinatorError as exc:
-            codes = [exc.code] * len(accepted)
-        else:
-            retention = ms(req.retention_time) if 2 <= v <= 4 else -1
-            codes, write = shard.commit_offsets(
-                req.group_id, req.generation_id_or_member_epoch, req.member_id,
-                getattr(req, "group_instance_id", None), retention, accepted, v)
-            if write is not None:
-                try:
-                    await write
-                except Exception as exc:  # noqa: BLE001 - mapped to a Kafka error
-                    failed = append_error(exc)
-                    codes = [failed if c == E.NONE else c for c in codes]
-        for p, code in zip(accepted, codes, strict=True):
-            errors[(p.topic, p.partition)] = code
-    return ctx.respond(throttle_time=ZERO, topics=tuple(
+            else:
+                codes.append(E.UNKNOWN_TOPIC_OR_PARTITION)
+    if not accepted:
+        return _commit_body(v, tuple(layout), tuple(codes))
+    try:
+        shard = shard_for(ctx, req.group_id)
+    except CoordinatorError as exc:
+        return _commit_body(v, tuple(layout), _fill(codes, [exc.code] * len(accepted)))
+    retention = ms(req.retention_time) if 2 <= v <= 4 else -1
+    shard_codes, write = shard.commit_offsets(
+        req.group_id, req.generation_id_or_member_epoch, req.member_id,
+        getattr(req, "group_instance_id", None), retention, accepted, v)
+    if write is None:
+        return _commit_body(v, tuple(layout), _fill(codes, shard_codes))
+    answer: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def written(f: asyncio.Future) -> None:
+        failed = E.COORDINATOR_NOT_AVAILABLE if f.cancelled() else \
+            None if f.exception() is None else append_error(f.exception())
+        final = shard_codes if failed is None else \
+            [failed if c == E.NONE else c for c in shard_codes]
+        answer.set_result(_commit_body(v, tuple(layout), _fill(codes, final)))
+    write.add_done_callback(written)
+    return answer
+
+
+def _fill(codes: list[int], shard_codes: list[int]) -> tuple[int, ...]:
+    """The request-order codes with the placeholders (-1) replaced by the shard's answers."""
+    answers = iter(shard_codes)
+    return tuple(next(answers) if c == -1 else c for c in codes)
+
+
+@lru_cache(maxsize=1024)
+def _commit_body(version: int, layout: Layout, codes: tuple[int, ...]) -> bytes:
+    """Encoded OffsetCommit response; consumers commit the same partitions again and again."""
+    cls = response_type(8, version)
+    topic_cls = item_type(cls, "topics")
+    part_cls = item_type(topic_cls, "partitions")
+    answers = iter(codes)
+    body = make(cls, throttle_time=ZERO, topics=tuple(
         make(topic_cls, name=name, partitions=tuple(
-            make(part_cls, partition_index=p, error_code=ErrorCode(errors[(name, p)]))
+            make(part_cls, partition_index=p, error_code=ErrorCode(next(answers)))
             for p in parts))
-        for name, parts in order))
+        for name, parts in layout))
+    return codec(8, version).encode_body(body)
 
 
 # OffsetFetch -------------------------------------------------------------------------------------
