@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from protocol.records import build_batch, key_values
+from protocol.records import build_batch, key_values, parse_batch_header
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _CHUNK_BATCHES = 2000
@@ -25,8 +25,9 @@ class PartitionOffsetsLog:
         self.plog = plog
         self.compression = compression
 
-    async def append(self, records: Sequence[tuple[bytes, bytes | None]]) -> None:
-        await self.plog.append(build_batch(records, compression=self.compression))
+    def append(self, records: Sequence[tuple[bytes, bytes | None]]) -> asyncio.Future:
+        batch = build_batch(records, compression=self.compression)
+        return self.plog.append_future(batch, [parse_batch_header(batch)])
 
     async def read(self) -> AsyncIterator[Sequence[tuple[bytes, bytes | None]]]:
         batches = self.plog.iter_batches(0)

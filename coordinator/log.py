@@ -13,8 +13,9 @@ RawRecord = tuple[bytes, bytes | None]
 
 
 class CoordinatorLog(Protocol):
-    async def append(self, records: Sequence[RawRecord]) -> None:
-        """Append records as one batch; returns once they are durable."""
+    def append(self, records: Sequence[RawRecord]) -> asyncio.Future:
+        """Append records as one batch, in call order; the future resolves once they are
+        durable (or fails with the write's error)."""
 
     def read(self) -> AsyncIterator[Sequence[RawRecord]]:
         """Every record from the log start, in chunks, in log order."""
@@ -29,7 +30,10 @@ class MemoryLog:
         self.fail_with: Exception | None = None
         self.gate: asyncio.Event | None = None
 
-    async def append(self, records: Sequence[RawRecord]) -> None:
+    def append(self, records: Sequence[RawRecord]) -> asyncio.Future:
+        return asyncio.ensure_future(self._append(records))
+
+    async def _append(self, records: Sequence[RawRecord]) -> None:
         if self.gate is not None:
             await self.gate.wait()
         if self.fail_with is not None:

@@ -137,26 +137,25 @@ class _Appender:
     Adaptive linger: with no write in flight the batch is flushed at the end of the current
     loop turn (requests that arrived together still share it); while a write is in flight
     records accumulate, for at most ``group.coordinator.append.linger.ms``, and go out as one
-    batch as soon as that write completes.
+    batch as soon as that write completes. Driven by callbacks: no task per batch.
     """
 
     def __init__(self, log_: CoordinatorLog, linger_ms: int) -> None:
         self._log = log_
         self._linger = max(linger_ms, 0) / 1000
         self._buf: list[tuple[bytes, bytes | None]] = []
-        self._fut: asyncio.Future | None = None
+        self._fut: asyncio.Future | None = None  # resolves when ``_buf`` is durable
         self._handle: asyncio.Handle | None = None
-        self._lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task] = set()
+        self._inflight = 0
         self.last_write: asyncio.Future | None = None
 
     def append(self, records: list[tuple[bytes, bytes | None]]) -> asyncio.Future:
-        loop = asyncio.get_running_loop()
         if self._fut is None:
+            loop = asyncio.get_running_loop()
             self._fut = loop.create_future()
             self._fut.add_done_callback(_consume_exception)
             self.last_write = self._fut
-            if self._lock.locked():
+            if self._inflight:
                 self._handle = loop.call_later(self._linger, self.flush)
             else:
                 self._handle = loop.call_soon(self.flush)
@@ -167,6 +166,7 @@ class _Appender:
         return fut
 
     def flush(self) -> None:
+        """Write the collected batch now (the log keeps appends in submission order)."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
@@ -174,24 +174,29 @@ class _Appender:
             return
         buf, fut = self._buf, self._fut
         self._buf, self._fut = [], None
-        task = asyncio.get_running_loop().create_task(self._write(buf, fut))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        try:
+            write = self._log.append(buf)
+        except Exception as exc:  # noqa: BLE001 - handed to every waiter
+            self._failed(fut, len(buf), exc)
+            return
+        self._inflight += 1
+        write.add_done_callback(lambda w: self._written(w, fut, len(buf)))
 
-    async def _write(self, buf: list[tuple[bytes, bytes | None]], fut: asyncio.Future) -> None:
-        async with self._lock:
-            try:
-                await self._log.append(buf)
-            except Exception as exc:  # noqa: BLE001 - handed to every waiter
-                log.warning("append of %d coordinator records failed: %r", len(buf), exc)
-                if not fut.done():
-                    fut.set_exception(exc)
-                return
-            finally:
-                if self._fut is not None:  # records queued behind this write go out now
-                    self.flush()
-        if not fut.done():
+    def _written(self, write: asyncio.Future, fut: asyncio.Future, count: int) -> None:
+        self._inflight -= 1
+        exc = asyncio.CancelledError() if write.cancelled() else write.exception()
+        if exc is not None:
+            self._failed(fut, count, exc)
+        elif not fut.done():
             fut.set_result(None)
+        if self._fut is not None and not self._inflight:
+            self.flush()  # records that lingered behind this write go out now
+
+    @staticmethod
+    def _failed(fut: asyncio.Future, count: int, exc: BaseException) -> None:
+        log.warning("append of %d coordinator records failed: %r", count, exc)
+        if not fut.done():
+            fut.set_exception(exc)
 
     def idle(self) -> asyncio.Future | None:
         """A future done when everything appended so far is durable (None if nothing pending)."""
@@ -200,8 +205,9 @@ class _Appender:
 
     async def close(self) -> None:
         self.flush()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        pending = self.idle()
+        if pending is not None:
+            await asyncio.wait([pending])
 
 
 def _consume_exception(fut: asyncio.Future) -> None:

@@ -191,12 +191,33 @@ class PartitionLog:
     async def append(self, data: bytes | bytearray | memoryview,
                      headers: list[BatchHeader] | None = None) -> AppendInfo:
         """Append one or more complete v2 batches; resolves once durable under the flush policy."""
-        info, fut = self.append_nowait(data, headers)
-        if fut is not None:
-            await fut
-        if self._failed is not None:
-            raise KafkaStorageError(f"log {self.topic}-{self.partition} failed: {self._failed}")
-        return info
+        return await self.append_future(data, headers)
+
+    def append_future(self, data: bytes | bytearray | memoryview,
+                      headers: list[BatchHeader] | None = None) -> asyncio.Future:
+        """``append`` as a future of its AppendInfo (for callers that chain callbacks)."""
+        out = asyncio.get_running_loop().create_future()
+        try:
+            info, write = self.append_nowait(data, headers)
+        except Exception as exc:  # noqa: BLE001 - the caller gets it through the future
+            out.set_exception(exc)
+            return out
+        if write is None:
+            self._settle(out, info, None)
+        else:
+            write.add_done_callback(lambda w: self._settle(out, info, w))
+        return out
+
+    def _settle(self, out: asyncio.Future, info: AppendInfo, write: asyncio.Future | None) -> None:
+        if out.done():
+            return
+        if write is not None and (write.cancelled() or write.exception() is not None):
+            out.set_exception(asyncio.CancelledError() if write.cancelled() else write.exception())
+        elif self._failed is not None:
+            out.set_exception(KafkaStorageError(
+                f"log {self.topic}-{self.partition} failed: {self._failed}"))
+        else:
+            out.set_result(info)
 
     def append_nowait(self, data: bytes | bytearray | memoryview,
                       headers: list[BatchHeader] | None = None) -> tuple[AppendInfo, asyncio.Future | None]:
