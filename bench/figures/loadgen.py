@@ -35,6 +35,7 @@ from protocol.codec import decode_response, request_type
 
 MEMBER_ID_REQUIRED = 79
 REBALANCE_IN_PROGRESS = 27
+COORDINATOR_NOT_READY = {14, 15}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
 SESSION_MS = 10000  # aiokafka's default; also its default rebalance timeout
 
 
@@ -109,13 +110,33 @@ def commit_frame(client: WireClient, group: str, topic: str, partitions: int = 1
         topics=(make(topic_cls, name=topic, partitions=parts),))
 
 
-def check_response(api_key: int, version: int, frame: bytes) -> None:
+def response_errors(api_key: int, version: int, frame: bytes) -> tuple[str, list[int]]:
+    """(response type name, the non-zero error codes it carries)."""
     _, body = decode_response(api_key, version, frame)
     codes = [int(body.error_code)] if hasattr(body, "error_code") else [
         int(p.error_code) for t in body.topics for p in t.partitions]
-    bad = [c for c in codes if c != 0]
+    return type(body).__name__, [c for c in codes if c != 0]
+
+
+def check_response(api_key: int, version: int, frame: bytes) -> None:
+    name, bad = response_errors(api_key, version, frame)
     if bad:
-        raise KafkaError(f"{type(body).__name__}: {error_name(bad[0])}")
+        raise KafkaError(f"{name}: {error_name(bad[0])}")
+
+
+def request_when_ready(client: WireClient, api_key: int, version: int, frame: bytes,
+                       timeout: float = 30) -> bytes:
+    """Send ``frame`` until the coordinator answers it without COORDINATOR_LOAD_IN_PROGRESS or
+    COORDINATOR_NOT_AVAILABLE (a broker that has just started may still be loading), as a
+    client retries; returns the checked response."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        response = client.pipeline([frame])[0]
+        _name, bad = response_errors(api_key, version, response)
+        if not set(bad) & COORDINATOR_NOT_READY or time.perf_counter() > deadline:
+            check_response(api_key, version, response)
+            return response
+        time.sleep(0.01)
 
 
 class Pump(asyncio.Protocol):
@@ -194,9 +215,7 @@ def main() -> None:
         else:
             version, frame = commit_frame(client, group, args.topic)
             api_key = OFFSET_COMMIT
-        client.sock.sendall(frame)
-        response = client.read_frame()
-        check_response(api_key, version, response)
+        response = request_when_ready(client, api_key, version, frame)
         return client, frame, len(response).to_bytes(4, "big") + response
 
     # Groups are set up in parallel: a broker may delay each first join (initial rebalance delay).

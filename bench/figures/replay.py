@@ -16,7 +16,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from bench.figures.base import Context, Figure, NotApplicable, Row
-from bench.figures.loadgen import check_response, commit_frame
+from bench.figures.loadgen import check_response, commit_frame, request_when_ready
 from bench.figures.wire import (
     CREATE_TOPICS,
     FIND_COORDINATOR,
@@ -84,7 +84,7 @@ class Replay(Figure):
         with WireClient(server.bootstrap) as client:
             client.create_topic(probe_topic, 1)
             version, frame = commit_frame(client, _group(0), probe_topic, 1, OFFSET)
-            check_response(OFFSET_COMMIT, version, client.pipeline([frame])[0])
+            request_when_ready(client, OFFSET_COMMIT, version, frame)
         server.restart()
         try:
             wait_served(server, probe_topic, 0, OFFSET, 1, timeout=10)
