@@ -5,11 +5,17 @@ from __future__ import annotations
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
 UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_FETCH_SIZE = 4
+NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
+MESSAGE_TOO_LARGE = 10
 OFFSET_METADATA_TOO_LARGE = 12
+NETWORK_EXCEPTION = 13
 COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
+RECORD_LIST_TOO_LARGE = 18
+NOT_ENOUGH_REPLICAS = 19
 ILLEGAL_GENERATION = 22
 INCONSISTENT_GROUP_PROTOCOL = 23
 INVALID_GROUP_ID = 24
@@ -17,6 +23,7 @@ UNKNOWN_MEMBER_ID = 25
 INVALID_SESSION_TIMEOUT = 26
 REBALANCE_IN_PROGRESS = 27
 INVALID_REQUEST = 42
+KAFKA_STORAGE_ERROR = 56
 NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
 MEMBER_ID_REQUIRED = 79
@@ -34,16 +41,21 @@ class CoordinatorError(Exception):
 
 
 def append_error(exc: BaseException) -> int:
-    """A failed log append, as the error a group API returns (Kafka: appendGroupMetadataErrorToResponseError)."""
+    """A failed log append, as the error a group API returns (Kafka:
+    appendGroupMetadataErrorToResponseError, then CoordinatorOperationExceptionHelper)."""
     code = getattr(exc, "code", None)
-    if code in (UNKNOWN_TOPIC_OR_PARTITION, 19, REQUEST_TIMED_OUT):
+    if isinstance(code, int):
+        if code in (UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT):
+            return COORDINATOR_NOT_AVAILABLE
+        if code in (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR):
+            return NOT_COORDINATOR
+        if code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_FETCH_SIZE):
+            return UNKNOWN_SERVER_ERROR
+        if code == NETWORK_EXCEPTION:
+            return COORDINATOR_LOAD_IN_PROGRESS
+        return code
+    if isinstance(exc, TimeoutError):  # the write timed out: REQUEST_TIMED_OUT
         return COORDINATOR_NOT_AVAILABLE
-    if code in (6, 56):
+    if isinstance(exc, OSError):  # the disk failed: KAFKA_STORAGE_ERROR
         return NOT_COORDINATOR
-    if code in (10, 18, 4):
-        return UNKNOWN_SERVER_ERROR
-    if isinstance(exc, TimeoutError):
-        return COORDINATOR_NOT_AVAILABLE
-    if isinstance(exc, OSError):
-        return NOT_COORDINATOR
-    return COORDINATOR_NOT_AVAILABLE
+    return UNKNOWN_SERVER_ERROR

@@ -188,9 +188,8 @@ class ClassicGroup:
         self.members[new_id] = new
         if self.leader_id == old_id:
             self.leader_id = new_id
-        if old_id in self.pending_sync:
-            self.pending_sync.discard(old_id)
-            self.pending_sync.add(new_id)
+        # Kafka leaves pending_sync alone: an old id still pending there is removed (and the
+        # group rebalanced) when the pending-sync timer fires.
         self.static_members[instance_id] = new_id
         return new
 

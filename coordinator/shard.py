@@ -42,6 +42,7 @@ log = logging.getLogger("kafkette.coordinator")
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 _MAX_BATCH_RECORDS = 5000
 _OFFSET_KEY_VERSIONS = (b"\x00\x00", b"\x00\x01")
+_GROUP_KEY_VERSION = b"\x00\x02"
 S = GroupState
 
 
@@ -395,12 +396,19 @@ class Shard:
         absent: set[bytes] = set()
         undo = [(key, self._stored_offset(key, absent), value) for key, value in raw
                 if key[:2] in _OFFSET_KEY_VERSIONS]
+        deleted = [(group, group.state, group.state_timestamp) for group in (
+            self.groups.get(decode_key(key).group) for key, value in raw
+            if value is None and key[:2] == _GROUP_KEY_VERSION) if group is not None]
         self.replay_all(raw)
         fut = self._appender.append(raw)
-        if undo:
+        if undo or deleted:
             def revert(f: asyncio.Future) -> None:
                 if f.cancelled() or f.exception() is None:
                     return
+                for group, state, since in deleted:  # groups first: offsets need their group
+                    if group.group_id not in self.groups:
+                        group.state, group.state_timestamp = state, since
+                        self.groups[group.group_id] = group
                 for key, before, written in reversed(undo):
                     if self._stored_offset(key) is written:
                         self.replay(key, before)
@@ -462,10 +470,26 @@ class Shard:
             write = self._append([self._empty_group_record(group)], replay=False)
 
             def on_written(f: asyncio.Future) -> None:
-                if not f.cancelled() and f.exception() is not None and not fut.done():
-                    fut.set_result(JoinResult(append_error(f.exception()), ""))
+                if f.cancelled() or f.exception() is None:
+                    return
+                error = append_error(f.exception())
+                if not fut.done():
+                    fut.set_result(JoinResult(error, ""))
+                self._drop_unwritten_group(group, error)
             write.add_done_callback(on_written)
         return fut
+
+    def _drop_unwritten_group(self, group: ClassicGroup, error: int) -> None:
+        """The write that created ``group`` failed: as Kafka reverts its snapshot, the group
+        goes away (parked joins get the write's error) unless it has formed since."""
+        if self.groups.get(group.group_id) is not group or group.generation > 0 \
+                or group.is_in(S.DEAD) or self.offsets.get(group.group_id):
+            return
+        self._cancel_group_timers(group)
+        for member in list(group.members.values()):
+            group.complete_join(member, JoinResult(error, ""))
+        del self.groups[group.group_id]
+        group.transition(S.DEAD, self.clock.now_ms())
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.max_group_size
@@ -747,9 +771,10 @@ class Shard:
         self._propagate_assignment(group, error)
 
     def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
+        # Kafka names the protocol only in successful answers.
+        ptype, pname = (group.protocol_type, group.protocol_name) if error == E.NONE else (None, None)
         for member in group.members.values():
-            if group.complete_sync(member, SyncResult(error, member.assignment,
-                                                      group.protocol_type, group.protocol_name)):
+            if group.complete_sync(member, SyncResult(error, member.assignment, ptype, pname)):
                 self._reschedule_heartbeat(group, member)
 
     # SyncGroup -------------------------------------------------------------------------------
@@ -893,6 +918,7 @@ class Shard:
         """Per-partition errors, and the write to await before answering (None: nothing written)."""
         group = self.groups.get(group_id)
         try:
+            created = group is None
             if group is None:
                 if generation >= 0:
                     raise CoordinatorError(E.GROUP_ID_NOT_FOUND if version >= 9 else E.ILLEGAL_GENERATION)
@@ -919,6 +945,11 @@ class Shard:
                             encode_offset_value(p.offset, p.leader_epoch, p.metadata or "", now,
                                                 expire)))
         write = self._write(records, replay=True) if records else None
+        if created and write is not None:
+            def on_written(f: asyncio.Future, group: ClassicGroup = group) -> None:
+                if not f.cancelled() and f.exception() is not None:
+                    self._drop_unwritten_group(group, append_error(f.exception()))
+            write.add_done_callback(on_written)
         return errors, write
 
     def _validate_offset_commit(self, group: ClassicGroup, member_id: str,

@@ -46,19 +46,19 @@ _INLINE_MAX = 64 * 1024  # appends up to this size are written on the loop when 
 
 
 class OffsetOutOfRangeError(Exception):
-    pass
+    code = 1  # OFFSET_OUT_OF_RANGE
 
 
 class RecordTooLargeError(Exception):
-    pass
+    code = 10  # MESSAGE_TOO_LARGE
 
 
 class InvalidTimestampError(Exception):
-    pass
+    code = 32  # INVALID_TIMESTAMP
 
 
 class KafkaStorageError(Exception):
-    pass
+    code = 56  # KAFKA_STORAGE_ERROR
 
 
 @dataclass(frozen=True, slots=True)
