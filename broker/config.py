@@ -42,7 +42,8 @@ DEFAULTS: dict[str, str] = {
     "compression.type": "producer",
     "min.insync.replicas": "1",
     "delete.topic.enable": "true",
-    # Group coordinator (Kafka defaults; initial delay 0 as in Kafka's shipped dev config).
+    # Group coordinator (Kafka's built-in defaults; tests and docker-compose set the initial
+    # rebalance delay to 0, as Kafka's shipped config/server.properties does).
     "offsets.topic.num.partitions": "50",
     "offsets.topic.replication.factor": "1",
     "offsets.topic.segment.bytes": "104857600",
@@ -50,7 +51,7 @@ DEFAULTS: dict[str, str] = {
     "offsets.retention.check.interval.ms": "600000",
     "offsets.commit.timeout.ms": "5000",
     "offset.metadata.max.bytes": "4096",
-    "group.initial.rebalance.delay.ms": "0",
+    "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",

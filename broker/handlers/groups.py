@@ -200,7 +200,7 @@ def handle_describe_groups(ctx: RequestContext, req):
 @api(16, 0, 5)
 def handle_list_groups(ctx: RequestContext, req):
     states = {s.strip().lower() for s in getattr(req, "states_filter", ())}
-    types = {t.strip().lower() for t in getattr(req, "types_filter", ())}
+    types = {t.lower() for t in getattr(req, "types_filter", ())}  # GroupType.parse: no trim
     listed_cls = item_type(ctx.response_type, "groups")
     try:
         coord = coordinator(ctx)

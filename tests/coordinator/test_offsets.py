@@ -111,6 +111,9 @@ def test_41_offset_delete(env: Env):
                   protocols=(("default", b"x"),))
     env.advance(3000)
     assert c.join_result().error_code == 0
+    assert c.sync(gid2, assignments={c.member_id: b"a"}, protocol_type="connect",
+                  protocol_name="default").error_code == 0
+    assert env.state(gid2) == "Stable"
     r = m.request(OFFSET_DELETE, 0, group_id=gid2, topics=_od_topics({"u": [0]}))
     assert r.error_code == 68
     r = m.request(OFFSET_DELETE, 0, group_id=env.group_id(), topics=_od_topics({"u": [0]}))
@@ -163,17 +166,36 @@ def test_43_not_coordinator_and_loading(make_env):
     assert m.commit(gid, {("t", 0): 1}) == {("t", 0): 14}
     r = m.request(9, 9, groups=(_fetch_group(gid),), require_stable=False)
     assert r.groups[0].error_code == 14
+    _assert_group_admin_errors(m, gid, 14)
+    assert m.request(LIST, 5, states_filter=(), types_filter=()).error_code == 14
     e.run(lambda: setattr(shard, "loading", False))
+    assert m.commit(gid, {("t", 0): 1}) == {("t", 0): 0}
     e.run(e.coordinator.resign, p)
     assert m.join(gid, member_id="").error_code == 16
     assert m.heartbeat(gid, generation=1, member_id="x") == 16
-    assert m.leave(gid, [("x", None)]).error_code == 16
-    r = m.request(DESCRIBE, 5, groups=(gid,), include_authorized_operations=False)
+    assert m.sync(gid, generation=1, member_id="x").error_code == 16
+    assert m.commit(gid, {("t", 0): 2}) == {("t", 0): 16}
+    r = m.request(9, 9, groups=(_fetch_group(gid),), require_stable=False)
     assert r.groups[0].error_code == 16
+    _assert_group_admin_errors(m, gid, 16)
+    # ListGroups skips partitions this broker does not lead
+    r = m.request(LIST, 5, states_filter=(), types_filter=())
+    assert r.error_code == 0 and gid not in {g.group_id for g in r.groups}
     r = m.request(10, 3, key=gid, key_type=0)
     assert r.error_code == 15  # no live leader for that partition
     e.broker.run(e.coordinator.elect(p))
     assert m.join(gid, member_id="").error_code == 79
+
+
+def _assert_group_admin_errors(m, gid: str, code: int) -> None:
+    """LeaveGroup, DescribeGroups, DeleteGroups and OffsetDelete all answer ``code``."""
+    assert m.leave(gid, [("x", None)]).error_code == code
+    r = m.request(DESCRIBE, 5, groups=(gid,), include_authorized_operations=False)
+    assert r.groups[0].error_code == code
+    r = m.request(DELETE, 2, groups_names=(gid,))
+    assert [x.error_code for x in r.results] == [code]
+    r = m.request(OFFSET_DELETE, 0, group_id=gid, topics=_od_topics({"t": [0]}))
+    assert r.error_code == code
 
 
 def test_43_parked_join_gets_not_coordinator_on_unload(make_env):
