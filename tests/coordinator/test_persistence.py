@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import struct
+import time
+from types import SimpleNamespace
 
 import pytest
 
+from broker.offsets_log import OFFSETS_TOPIC
+from broker.testing import ThreadedBroker
 from coordinator.clock import ManualClock
 from coordinator.log import MemoryLog
 from coordinator.shard import CommitPartition, CoordinatorConfig, Shard
+from protocol.build import item_type, make
+from protocol.codec import request_type
 from protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -19,8 +26,10 @@ from protocol.group_records import (
     encode_key,
     encode_value,
 )
+from protocol.records import decode_records
+from tests.wire import WireClient, entity
 
-from .env import DESCRIBE, Env
+from .env import COMMIT, DESCRIBE, FETCH, Env, Member
 from .test_join_sync import form
 
 
@@ -172,3 +181,136 @@ async def test_failed_first_commit_of_a_topic_is_reverted():
     _e, w = shard.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 1, 8, -1, None)], 9)
     await w
     assert shard.fetch_offsets("g", None) == [("t", [(1, 8, -1, "", 0)])]
+
+
+# Record bytes of commits and groups made on the wire, read back from the log after a restart ------
+# A broker on the system clock: the commit and state timestamps are real wall-clock times. The
+# expected bytes are built here with struct (the §4.4 layouts), not with protocol.group_records.
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _string(s: str | None) -> bytes:
+    """STRING / NULLABLE_STRING (length -1 = null)."""
+    if s is None:
+        return struct.pack(">h", -1)
+    raw = s.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def _bytes(b: bytes) -> bytes:
+    return struct.pack(">i", len(b)) + b
+
+
+def _group_metadata_v3(protocol_type: str, generation: int, protocol: str | None,
+                       leader: str | None, ts: int,
+                       members: list[tuple[str, str | None, str, str, int, int, bytes, bytes]]
+                       ) -> bytes:
+    out = struct.pack(">h", 3) + _string(protocol_type) + struct.pack(">i", generation)
+    out += _string(protocol) + _string(leader) + struct.pack(">qi", ts, len(members))
+    for member_id, instance, client_id, host, rebalance, session, sub, assignment in members:
+        out += _string(member_id) + _string(instance) + _string(client_id) + _string(host)
+        out += struct.pack(">ii", rebalance, session) + _bytes(sub) + _bytes(assignment)
+    return out
+
+
+def test_group_metadata_builder_matches_the_reference_example():
+    """The builder above reproduces §4.4's one-member GroupMetadataValue v3 byte for byte."""
+    member = "c1-2f0f6a4e-0000-0000-0000-000000000000"
+    got = _group_metadata_v3("consumer", 1, "range", member, 1_700_000_000_000, [
+        (member, None, "c1", "/127.0.0.1", 300000, 45000, b"\x00\x01", b"\x00\x02")])
+    assert got.hex() == (
+        "00030008636f6e73756d657200000001000572616e6765002763312d32663066366134652d303030302d3030"
+        "30302d303030302d3030303030303030303030300000018bcfe5680000000001002763312d32663066366134"
+        "652d303030302d303030302d303030302d303030303030303030303030ffff00026331000a2f3132372e302e"
+        "302e31000493e00000afc8000000020001000000020002")
+
+
+def _raw_offsets_records(tb: ThreadedBroker) -> list[tuple[bytes, bytes | None]]:
+    """Every raw (key, value) of __consumer_offsets, per partition in log order."""
+    logs = tb.broker.logs
+    out: list[tuple[bytes, bytes | None]] = []
+
+    def read() -> None:
+        for p in range(logs.topic(OFFSETS_TOPIC).partitions):
+            for _h, data in logs.partition(OFFSETS_TOPIC, p).iter_batches(0):
+                out.extend((bytes(r.key), None if r.value is None else bytes(r.value))
+                           for r in decode_records(data))
+    tb.run(read)
+    return out
+
+
+def test_wire_commit_record_bytes_after_restart(kafka_broker_factory):
+    """OffsetCommit v9 (my-group, orders, 3, offset 42, leader epoch 5) is stored as §4.4's
+    OffsetCommitKey v1 + OffsetCommitValue v3 with the broker's commit time."""
+    tb = kafka_broker_factory(**{"offsets.topic.num.partitions": 3})
+    tb.run(tb.broker.logs.create_topic("orders", 4))
+    cls = request_type(COMMIT, 9)
+    partition = entity(item_type(cls, "topics"), "partitions", partition_index=3,
+                       committed_offset=42, committed_leader_epoch=5, committed_metadata="")
+    before = _wall_ms()
+    with WireClient(tb.bootstrap) as w:
+        r = w.request(COMMIT, 9, group_id="my-group", generation_id_or_member_epoch=-1,
+                      member_id="", group_instance_id=None,
+                      topics=(entity(cls, "topics", name="orders", partitions=(partition,)),))
+    after = _wall_ms()
+    assert [p.error_code for t in r.topics for p in t.partitions] == [0]
+    tb.restart()
+    key_hex = "000100086d792d67726f757000066f726465727300000003"  # §4.4 OffsetCommitKey v1
+    raw = [v for k, v in _raw_offsets_records(tb) if k.hex() == key_hex]
+    assert len(raw) == 1 and raw[0] is not None
+    value = raw[0]
+    # §4.4 OffsetCommitValue v3: version 3, offset 42, leader epoch 5, metadata "", commit time
+    # (§4.4's example 0003000000000000002a0000000500000000018bcfe56800 with ts 0x18bcfe56800)
+    assert len(value) == 24 and value[:16].hex() == "0003000000000000002a000000050000"
+    (ts,) = struct.unpack(">q", value[16:])
+    assert before <= ts <= after, (before, ts, after)
+    assert value.hex() == "0003000000000000002a000000050000" + struct.pack(">q", ts).hex()
+    # and the restarted broker serves it, leader epoch included
+    with WireClient(tb.bootstrap) as w:
+        group = entity(request_type(FETCH, 9), "groups", group_id="my-group", member_id=None,
+                       member_epoch=-1, topics=(make(item_type(item_type(
+                           request_type(FETCH, 9), "groups"), "topics"), name="orders",
+                           partition_indexes=(3,)),))
+        r = w.request(FETCH, 9, groups=(group,), require_stable=True)
+    (p,) = r.groups[0].topics[0].partitions
+    assert (p.committed_offset, p.committed_leader_epoch, p.metadata) == (42, 5, "")
+
+
+def test_wire_group_metadata_record_bytes_after_restart(kafka_broker_factory):
+    """A one-member group formed with JoinGroup v9 + SyncGroup v5 is stored as §4.4's
+    GroupMetadataValue v3 with this member's id, client id, host, timeouts and bytes."""
+    tb = kafka_broker_factory(**{"offsets.topic.num.partitions": 3})
+    gid, rebalance, session = "one-member", 12345, 6789
+    sub = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">i", -1)  # Subscription v0
+    assignment = struct.pack(">hih", 0, 1, 6) + b"orders" + struct.pack(">iiii", 2, 0, 3, -1)
+    before = _wall_ms()
+    m = Member(SimpleNamespace(broker=tb), "c1")
+    try:
+        assert m.join(gid, member_id="", session=session, rebalance=rebalance,
+                      protocols=(("range", sub),)).error_code == 79
+        j = m.join(gid, session=session, rebalance=rebalance, protocols=(("range", sub),))
+        assert (j.error_code, j.generation_id, j.leader, j.protocol_name) == (
+            0, 1, m.member_id, "range")
+        assert m.sync(gid, assignments={m.member_id: assignment}).error_code == 0
+    finally:
+        m.close()
+    after = _wall_ms()
+    tb.restart()
+    key = struct.pack(">h", 2) + _string(gid)  # GroupMetadataKey v2
+    values = [v for k, v in _raw_offsets_records(tb) if k == key]
+    # §4.9: the first join wrote the new empty group, the leader's SyncGroup the full group
+    assert len(values) == 2 and None not in values
+    created, value = values
+    (created_ts,) = struct.unpack_from(">q", created, 12)
+    assert before <= created_ts <= after
+    assert created.hex() == _group_metadata_v3("", 0, None, None, created_ts, []).hex()
+    # currentStateTimestamp follows version, protocolType, generation, protocol and leader
+    at = 2 + len(_string("consumer")) + 4 + len(_string("range")) + len(_string(m.member_id))
+    (ts,) = struct.unpack_from(">q", value, at)
+    assert before <= ts <= after, (before, ts, after)
+    assert m.member_id.startswith("c1-")
+    expected = _group_metadata_v3("consumer", 1, "range", m.member_id, ts, [
+        (m.member_id, None, "c1", "/127.0.0.1", rebalance, session, sub, assignment)])
+    assert value.hex() == expected.hex()

@@ -4,31 +4,25 @@ static membership."""
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
+import time
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from .helpers import FAST_GROUP, covers_exactly, parts, spawn_consumer, wait_until
+from .helpers import (
+    FAST_GROUP,
+    child_assignment,
+    covers_exactly,
+    describe_group,
+    parts,
+    reap_child,
+    spawn_consumer,
+    wait_until,
+)
 
 
 def mine(cs: list[AIOKafkaConsumer]) -> set[int]:
     return set().union(*(parts(c.assignment()) for c in cs))
-
-
-def child_assignment(child) -> set[int] | None:
-    """The child's latest reported assignment (it prints one line every 50 ms)."""
-    latest = getattr(child, "latest", None)
-    if not hasattr(child, "reader"):
-        import threading
-
-        def read():
-            for line in child.stdout:
-                if line.startswith("ASSIGNED"):
-                    child.latest = set(json.loads(line.split(" ", 1)[1]))
-        child.reader = threading.Thread(target=read, daemon=True)
-        child.reader.start()
-    return latest
 
 
 def consumer(bootstrap: str, topic: str, group: str, **kw) -> AIOKafkaConsumer:
@@ -59,6 +53,39 @@ async def test_three_consumers_split_then_close_and_kill(kafka_broker_factory):
         child.kill()
         for c in cs:
             await c.stop()
+
+
+async def test_killed_member_stays_until_its_session_timeout(kafka_broker_factory):
+    """A member SIGKILLed (no LeaveGroup) with a 6 s session stays in the group, and keeps its
+    partitions, until the session times out; then it is removed and the survivor takes over."""
+    b = kafka_broker_factory(**{"num.partitions": 4})
+    topic, group = "expiry4", "aio-expiry"
+    live = consumer(b.bootstrap, topic, group)
+    await live.start()
+    child = spawn_consumer(b.bootstrap, topic, group, session_ms=6000)
+    try:
+        await wait_until(lambda: len(live.assignment()) == 2
+                         and child_assignment(child) == set(range(4)) - parts(live.assignment()))
+        kept = parts(live.assignment())
+        live_id = live._coordinator.member_id
+        (dead,) = {m.member_id for m in describe_group(b.bootstrap, group).members} - {live_id}
+        child.send_signal(signal.SIGKILL)
+        child.wait(5)
+        killed = time.monotonic()
+        # the child heartbeated every 100 ms until killed: it cannot expire before ~5.9 s
+        while time.monotonic() - killed < 5:
+            d = describe_group(b.bootstrap, group)
+            assert d.group_state == "Stable", (time.monotonic() - killed, d.group_state)
+            assert sorted(m.member_id for m in d.members) == sorted([live_id, dead])
+            assert parts(live.assignment()) == kept
+            await asyncio.sleep(0.25)
+        await wait_until(lambda: parts(live.assignment()) == set(range(4)), timeout=10)
+        assert 5.5 < time.monotonic() - killed < 9
+        d = describe_group(b.bootstrap, group)
+        assert d.group_state == "Stable" and [m.member_id for m in d.members] == [live_id]
+    finally:
+        reap_child(child)
+        await live.stop()
 
 
 async def test_three_in_process_consumers_no_overlap(kafka_broker_factory):
