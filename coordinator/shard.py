@@ -185,7 +185,8 @@ class _Appender:
 
     def _written(self, write: asyncio.Future, fut: asyncio.Future, count: int) -> None:
         self._inflight -= 1
-        exc = asyncio.CancelledError() if write.cancelled() else write.exception()
+        exc = (CoordinatorError(E.NOT_COORDINATOR, "append cancelled") if write.cancelled()
+               else write.exception())
         if exc is not None:
             self._failed(fut, count, exc)
         elif not fut.done():

@@ -211,8 +211,11 @@ class PartitionLog:
     def _settle(self, out: asyncio.Future, info: AppendInfo, write: asyncio.Future | None) -> None:
         if out.done():
             return
-        if write is not None and (write.cancelled() or write.exception() is not None):
-            out.set_exception(asyncio.CancelledError() if write.cancelled() else write.exception())
+        if write is not None and write.cancelled():
+            out.set_exception(KafkaStorageError(
+                f"log {self.topic}-{self.partition}: write cancelled"))
+        elif write is not None and write.exception() is not None:
+            out.set_exception(write.exception())
         elif self._failed is not None:
             out.set_exception(KafkaStorageError(
                 f"log {self.topic}-{self.partition} failed: {self._failed}"))
