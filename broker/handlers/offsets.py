@@ -18,9 +18,10 @@ from ..registry import api
 from ._groups_common import ZERO, ms, shard_for
 
 
-def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
+def _partition_count(ctx: RequestContext, topic: str) -> int:
+    """Partitions of ``topic`` (0 if it does not exist): valid indexes are 0 <= p < count."""
     info = ctx.broker.logs.topic(topic)
-    return info is not None and 0 <= partition < info.partitions
+    return info.partitions if info is not None else 0
 
 
 # OffsetCommit ------------------------------------------------------------------------------------
@@ -32,13 +33,11 @@ Layout = tuple[tuple[str, tuple[int, ...]], ...]
 def handle_offset_commit(ctx: RequestContext, req):
     """Answers with the encoded body, or a future of it once the offsets are durable."""
     v = ctx.api_version
-    logs = ctx.broker.logs
     layout: list[tuple[str, tuple[int, ...]]] = []
     codes: list[int] = []  # in request order; -1 until the shard answers
     accepted: list[CommitPartition] = []
     for t in req.topics:
-        info = logs.topic(t.name)
-        count = info.partitions if info is not None else 0
+        count = _partition_count(ctx, t.name)
         layout.append((t.name, tuple(p.partition_index for p in t.partitions)))
         for p in t.partitions:
             if 0 <= p.partition_index < count:
@@ -165,8 +164,9 @@ async def handle_offset_delete(ctx: RequestContext, req):
     per: dict[tuple[str, int], int] = {}
     wanted: dict[str, list[int]] = {}
     for t in req.topics:
+        count = _partition_count(ctx, t.name)
         for p in t.partitions:
-            if _partition_exists(ctx, t.name, p.partition_index):
+            if 0 <= p.partition_index < count:
                 wanted.setdefault(t.name, []).append(p.partition_index)
             else:
                 per[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
