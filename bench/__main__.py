@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def loop_description() -> str:
-    from broker.loop import loop_name
+    from kafkette.broker.loop import loop_name
 
     return loop_name()
 

@@ -22,8 +22,8 @@ import time
 from datetime import timedelta
 
 from bench.stats import machine, summary
-from protocol.build import item_type, make
-from protocol.codec import decode_response, encode_request, request_type
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import decode_response, encode_request, request_type
 
 
 def subscription(topic: str) -> bytes:
@@ -222,13 +222,13 @@ def serve(ready, stop, log_dir: str, linger: int) -> None:
     import logging
     import os
 
-    from broker.loop import run
+    from kafkette.broker.loop import run
 
     if os.environ.get("BENCH_LOG"):
         logging.basicConfig(level=logging.INFO)
 
     async def main() -> None:
-        from broker.server import Broker
+        from kafkette.broker.server import Broker
 
         broker = Broker({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": log_dir,
                          "group.initial.rebalance.delay.ms": "500",
@@ -244,12 +244,12 @@ def serve(ready, stop, log_dir: str, linger: int) -> None:
 
 def replay_bench(records: int) -> tuple[float, float]:
     """(seconds to load ``records`` offset records into a shard, seconds to only read+decode)."""
-    from broker.config import BrokerConfig
-    from broker.offsets_log import PartitionOffsetsLog
-    from coordinator.clock import ManualClock
-    from coordinator.shard import CoordinatorConfig, Shard
-    from protocol.group_records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
-    from storage.topics import LogManager
+    from kafkette.broker.config import BrokerConfig
+    from kafkette.broker.offsets_log import PartitionOffsetsLog
+    from kafkette.coordinator.clock import ManualClock
+    from kafkette.coordinator.shard import CoordinatorConfig, Shard
+    from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+    from kafkette.storage.topics import LogManager
 
     async def main() -> tuple[float, float]:
         with tempfile.TemporaryDirectory() as tmp:

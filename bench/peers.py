@@ -95,7 +95,7 @@ def kafkette_command(port: int, data_dir: str) -> list[str]:
              for a in ("--override", kv)]
     # The initial rebalance delay as Kafka's shipped config/server.properties sets it (the
     # built-in default, 3000 ms, would put 3 s into every group-formation figure).
-    return [sys.executable, *prefix, "-m", "broker", "serve", "--log-level", "WARNING",
+    return [sys.executable, *prefix, "-m", "kafkette.broker", "serve", "--log-level", "WARNING",
             "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
             "--override", f"log.dirs={data_dir}",
             "--override", "group.initial.rebalance.delay.ms=0", *extra]

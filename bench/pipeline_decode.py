@@ -22,7 +22,7 @@ import statistics
 import tempfile
 import time
 
-from protocol.records import COMPRESSION_NAMES, Record, build_batch, decode_records, iter_batches
+from kafkette.protocol.records import COMPRESSION_NAMES, Record, build_batch, decode_records, iter_batches
 
 SEGMENT_BYTES = 1 << 30
 RECORDS_PER_BATCH = 128  # ~16 KiB batches: the Java producer's default batch.size
@@ -63,7 +63,7 @@ def write_log(log_dir: str, target_bytes: int, codec: int) -> tuple[int, int]:
 
 def python_rates(log_dir: str, limit: int = 64 << 20) -> tuple[float, float]:
     """Single-core records/s without Spark: the fast path and protocol.records, on 64 MB."""
-    from pipeline.fastdecode import decode_batches
+    from kafkette.pipeline.fastdecode import decode_batches
 
     pdir = os.path.join(log_dir, f"{TOPIC}-0")
     path = os.path.join(pdir, sorted(os.listdir(pdir))[0])
@@ -117,7 +117,7 @@ def main() -> None:
         print(f"one core, no Spark: fast path {fast1:,.0f} rec/s; protocol.records "
               f"{ref1:,.0f} rec/s ({fast1 / ref1:.1f}x)")
 
-        from pipeline.spark import session
+        from kafkette.pipeline.spark import session
 
         spark = session(args.master, {"spark.ui.enabled": "false",
                                       "spark.ui.showConsoleProgress": "false"})

@@ -27,12 +27,12 @@ import tempfile
 import time
 from datetime import timedelta
 
-from broker.testing import BrokerProcess
-from broker.testing import test_config as broker_config
-from protocol.build import item_type, make
-from protocol.codec import encode_request, request_type
-from protocol.headers import read_uvarint
-from protocol.records import build_batch
+from kafkette.broker.testing import BrokerProcess
+from kafkette.broker.testing import test_config as broker_config
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import encode_request, request_type
+from kafkette.protocol.headers import read_uvarint
+from kafkette.protocol.records import build_batch
 
 MB = 1 << 20
 _I32 = struct.Struct(">i")
@@ -124,7 +124,7 @@ class Conn:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    from broker.wire_client import WireClient
+    from kafkette.broker.wire_client import WireClient
 
     with WireClient(bootstrap) as w:
         cls = request_type(19, 7)

@@ -16,8 +16,8 @@ import struct
 import time
 
 from bench.stats import machine, summary
-from protocol.build import make
-from protocol.codec import encode_request, request_type
+from kafkette.protocol.build import make
+from kafkette.protocol.codec import encode_request, request_type
 
 
 def client(host: str, port: int, connections: int, depth: int, seconds: float, out) -> None:
@@ -69,11 +69,11 @@ class Echo(asyncio.Protocol):
 
 
 def serve(kind: str, ready, stop) -> None:
-    from broker.loop import run
+    from kafkette.broker.loop import run
 
     async def main() -> None:
         if kind == "kafkette":
-            from broker.server import Broker
+            from kafkette.broker.server import Broker
 
             broker = Broker({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": "/tmp/kafkette-bench"})
             await broker.start()

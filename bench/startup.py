@@ -18,8 +18,8 @@ import tempfile
 import time
 
 from bench.stats import machine, summary
-from protocol.build import make
-from protocol.codec import encode_request, request_type
+from kafkette.protocol.build import make
+from kafkette.protocol.codec import encode_request, request_type
 
 API_VERSIONS = encode_request(18, 0, 1, "bench", make(request_type(18, 0)))
 
@@ -48,7 +48,7 @@ CHILD_ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "kafkette
 def process_startup(log_dir: str) -> float:
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "serve", "--log-level", "WARNING",
+        [sys.executable, "-m", "kafkette.broker", "serve", "--log-level", "WARNING",
          "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={log_dir}"],
         stdout=subprocess.PIPE, text=True, env=CHILD_ENV,
     )
@@ -64,7 +64,7 @@ def process_startup(log_dir: str) -> float:
 
 
 def in_process_startup(log_dir: str) -> float:
-    from broker.server import Broker
+    from kafkette.broker.server import Broker
 
     async def once() -> float:
         t0 = time.perf_counter()

@@ -1,3 +1,3 @@
 """The kafkette broker: asyncio TCP server, request routing, config and CLI."""
 
-import protocol  # noqa: F401  (must load before kio: see protocol/__init__.py)
+import kafkette.protocol  # noqa: F401  (must load before kio: see protocol/__init__.py)

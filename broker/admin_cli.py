@@ -22,8 +22,8 @@ from typing import Any, TextIO
 
 from kio.schema.errors import ErrorCode
 
-from protocol.build import item_type, make
-from protocol.codec import request_type
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
 
 from .wire_client import WireClient, WireError
 

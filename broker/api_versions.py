@@ -8,8 +8,8 @@ from functools import cache
 
 from kio.schema.errors import ErrorCode
 
-from protocol.build import make
-from protocol.codec import response_type
+from kafkette.protocol.build import make
+from kafkette.protocol.codec import response_type
 
 from .context import RequestContext
 from .registry import ROUTES, api

@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_pipeline(argv: list[str]) -> int:
     # Imported only here: the broker never imports pyspark.
-    from pipeline.cli import main as pipeline_main
+    from kafkette.pipeline.cli import main as pipeline_main
 
     return pipeline_main(argv)
 

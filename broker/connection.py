@@ -17,9 +17,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from protocol.codec import DecodeError, codec
-from protocol.framing import FrameError, FrameReader
-from protocol.headers import HeaderError, parse_request_header, peek_api
+from kafkette.protocol.codec import DecodeError, codec
+from kafkette.protocol.framing import FrameError, FrameReader
+from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
 
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .context import RequestContext

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from protocol.codec import response_type
+from kafkette.protocol.codec import response_type
 
 if TYPE_CHECKING:
     from .server import Broker

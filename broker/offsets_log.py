@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from protocol.records import build_batch, key_values, parse_batch_header
+from kafkette.protocol.records import build_batch, key_values, parse_batch_header
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _CHUNK_BATCHES = 2000
@@ -50,7 +50,7 @@ def _decode_some(batches: Any) -> list[tuple[bytes, bytes | None]] | None:
 
 
 def coordinator_config(config: Any) -> Any:
-    from coordinator.shard import CoordinatorConfig
+    from kafkette.coordinator.shard import CoordinatorConfig
 
     return CoordinatorConfig(
         initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
@@ -66,7 +66,7 @@ def coordinator_config(config: Any) -> Any:
 
 async def start_coordinator(broker: Any) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
-    from coordinator.service import GroupCoordinator
+    from kafkette.coordinator.service import GroupCoordinator
 
     config = broker.config
     logs = broker.logs

@@ -7,8 +7,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from coordinator.clock import SystemClock
-from storage.topics import LogManager, TopicExistsError, TopicInfo
+from kafkette.coordinator.clock import SystemClock
+from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from . import handlers  # noqa: F401  (registers every API route)
 from .config import BrokerConfig
@@ -16,7 +16,7 @@ from .connection import KafkaConnection
 from .offsets_log import start_coordinator
 
 if TYPE_CHECKING:
-    from coordinator.service import GroupCoordinator
+    from kafkette.coordinator.service import GroupCoordinator
 
 log = logging.getLogger("kafkette.broker")
 

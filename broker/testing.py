@@ -142,7 +142,7 @@ class BrokerProcess:
         self.start()
 
     def start(self, timeout: float = 20) -> None:
-        args = [sys.executable, "-m", "broker", "serve"]
+        args = [sys.executable, "-m", "kafkette.broker", "serve"]
         for key, value in self.config.items():
             args += ["--override", f"{key}={value}"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=None, text=True,
@@ -160,8 +160,8 @@ class BrokerProcess:
 
     def wait_ready(self, timeout: float) -> None:
         """Wait until ListGroups answers NONE: ``__consumer_offsets`` exists and is loaded."""
-        from protocol.build import make
-        from protocol.codec import decode_response, encode_request, request_type
+        from kafkette.protocol.build import make
+        from kafkette.protocol.codec import decode_response, encode_request, request_type
 
         request = encode_request(16, 3, 1, "kafkette-ready", make(request_type(16, 3)))
         deadline = time.monotonic() + timeout

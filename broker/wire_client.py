@@ -11,8 +11,8 @@ import struct
 from collections.abc import Iterable
 from typing import Any, Self
 
-from protocol.build import item_type, make
-from protocol.codec import decode_response, encode_request, request_type
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import decode_response, encode_request, request_type
 
 _I32 = struct.Struct(">i")
 

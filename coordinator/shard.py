@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from protocol.group_records import (
+from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,

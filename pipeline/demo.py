@@ -1,6 +1,6 @@
 """A demo workload for the lag job: a fresh kafkette, a producer and two consumer groups.
 
-    python -m pipeline.demo /tmp/kafkette-demo          # ~30 s, leaves the broker's log.dirs
+    python -m kafkette.pipeline.demo /tmp/kafkette-demo          # ~30 s, leaves the broker's log.dirs
     kafkette pipeline lag --log-dirs /tmp/kafkette-demo --out /tmp/kafkette-lag
 
 Starts ``python -m broker serve`` on a free port with ``log.dirs`` = the given directory, then:
@@ -25,7 +25,7 @@ TOPIC = "orders"
 
 
 def start_broker(log_dir: str) -> tuple[subprocess.Popen, str]:
-    args = [sys.executable, "-m", "broker", "serve", "--log-level", "WARNING"]
+    args = [sys.executable, "-m", "kafkette.broker", "serve", "--log-level", "WARNING"]
     for kv in (f"log.dirs={log_dir}", "listeners=PLAINTEXT://127.0.0.1:0", "num.partitions=3",
                "group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=500"):
         args += ["--override", kv]

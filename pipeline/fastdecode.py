@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from protocol.records import (
+from kafkette.protocol.records import (
     HEADER_SIZE,
     LOG_APPEND_TIME,
     NO_COMPRESSION,

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from protocol.group_records import (
+from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from protocol.records import HEADER_SIZE, LOG_OVERHEAD
+from kafkette.protocol.records import HEADER_SIZE, LOG_OVERHEAD
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")

@@ -11,7 +11,7 @@ import logging
 import os
 from pathlib import Path
 
-from protocol.records import build_batch, decode_records, iter_batches
+from kafkette.protocol.records import build_batch, decode_records, iter_batches
 
 from .log import PartitionLog
 from .segment import Segment, segment_name

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocol.records import (
+from kafkette.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,

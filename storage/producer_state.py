@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from protocol.records import BatchHeader
+from kafkette.protocol.records import BatchHeader
 
 MAX_CACHED_BATCHES = 5
 _INT32_MAX = 2**31 - 1

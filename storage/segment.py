@@ -15,7 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from pathlib import Path
 
-from protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, verify_crc
+from kafkette.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, verify_crc
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _SCAN_CHUNK = 4 << 20

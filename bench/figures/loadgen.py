@@ -30,8 +30,8 @@ from bench.figures.wire import (
     WireClient,
     error_name,
 )
-from protocol.build import item_type, make
-from protocol.codec import decode_response, request_type
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import decode_response, request_type
 
 MEMBER_ID_REQUIRED = 79
 REBALANCE_IN_PROGRESS = 27

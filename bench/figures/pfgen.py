@@ -18,8 +18,8 @@ import json
 
 from bench.figures.wire import LIST_OFFSETS, KafkaError, WireClient, error_name
 from bench.produce_fetch import MB, bench_fetch, bench_produce, raw_copy
-from protocol.build import item_type, make
-from protocol.codec import request_type
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:

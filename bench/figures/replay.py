@@ -26,8 +26,8 @@ from bench.figures.wire import (
     WireClient,
 )
 from bench.peers import Server
-from protocol.build import item_type, make
-from protocol.codec import decode_response, request_type
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import decode_response, request_type
 
 GROUPS = 1000
 PARTITIONS = 1000

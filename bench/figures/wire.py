@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.wire_client import WireClient as BaseWireClient
-from protocol.build import item_type, make
-from protocol.codec import request_type
+from kafkette.broker.wire_client import WireClient as BaseWireClient
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
 
 # API keys used by the benchmarks.
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9

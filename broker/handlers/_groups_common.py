@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from coordinator.errors import COORDINATOR_NOT_AVAILABLE, CoordinatorError
+from kafkette.coordinator.errors import COORDINATOR_NOT_AVAILABLE, CoordinatorError
 
 if TYPE_CHECKING:
-    from coordinator.service import GroupCoordinator
-    from coordinator.shard import Shard
+    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.shard import Shard
 
     from ..context import RequestContext
 

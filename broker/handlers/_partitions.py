@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
-from protocol.build import item_type, make
+from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 

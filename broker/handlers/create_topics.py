@@ -10,9 +10,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.build import has_field, item_type, make
-from storage.topic_config import InvalidConfigError, validate_topic_configs
-from storage.topics import TopicExistsError
+from kafkette.protocol.build import has_field, item_type, make
+from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
+from kafkette.storage.topics import TopicExistsError
 
 from ..context import RequestContext
 from ..registry import api

@@ -6,7 +6,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from storage.log import OffsetOutOfRangeError
+from kafkette.storage.log import OffsetOutOfRangeError
 
 from ..context import RequestContext
 from ..registry import api

@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.build import item_type, make
+from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..registry import api

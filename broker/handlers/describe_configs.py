@@ -7,8 +7,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.build import item_type, make
-from storage.topic_config import BOOLEAN, INT, LONG, STRING, TOPIC_CONFIGS, effective_value
+from kafkette.protocol.build import item_type, make
+from kafkette.storage.topic_config import BOOLEAN, INT, LONG, STRING, TOPIC_CONFIGS, effective_value
 
 from ..config import DEFAULTS
 from ..context import RequestContext

@@ -16,8 +16,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.headers import encode_uvarint
-from storage.log import LogSlice, OffsetOutOfRangeError, PartitionLog
+from kafkette.protocol.headers import encode_uvarint
+from kafkette.storage.log import LogSlice, OffsetOutOfRangeError, PartitionLog
 
 from ..context import RequestContext
 from ..registry import api

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from coordinator import errors as E
-from protocol.build import item_type, make
+from kafkette.coordinator import errors as E
+from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..registry import api

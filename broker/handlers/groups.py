@@ -8,11 +8,11 @@ from functools import cache
 
 from kio.schema.errors import ErrorCode
 
-from coordinator import errors as E
-from coordinator.errors import CoordinatorError, append_error
-from coordinator.shard import JoinRequest, JoinResult, SyncRequest, SyncResult
-from protocol.build import item_type, make
-from protocol.codec import response_type
+from kafkette.coordinator import errors as E
+from kafkette.coordinator.errors import CoordinatorError, append_error
+from kafkette.coordinator.shard import JoinRequest, JoinResult, SyncRequest, SyncResult
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..registry import api

@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.build import make
+from kafkette.protocol.build import make
 
 from ..context import RequestContext
 from ..registry import api

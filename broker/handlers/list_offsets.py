@@ -7,7 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from storage.log import LEADER_EPOCH, PartitionLog
+from kafkette.storage.log import LEADER_EPOCH, PartitionLog
 
 from ..context import RequestContext
 from ..registry import api

@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from storage.log import LEADER_EPOCH
+from kafkette.storage.log import LEADER_EPOCH
 
 from ..context import RequestContext
 from ..registry import api

@@ -7,11 +7,11 @@ from functools import lru_cache
 
 from kio.schema.errors import ErrorCode
 
-from coordinator import errors as E
-from coordinator.errors import CoordinatorError, append_error
-from coordinator.shard import CommitPartition
-from protocol.build import item_type, make
-from protocol.codec import codec, response_type
+from kafkette.coordinator import errors as E
+from kafkette.coordinator.errors import CoordinatorError, append_error
+from kafkette.coordinator.shard import CommitPartition
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import codec, response_type
 
 from ..context import RequestContext
 from ..registry import api

@@ -9,8 +9,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.headers import encode_uvarint
-from protocol.records import (
+from kafkette.protocol.headers import encode_uvarint
+from kafkette.protocol.records import (
     HEADER_SIZE,
     CorruptRecordError,
     build_batch,
@@ -18,13 +18,13 @@ from protocol.records import (
     parse_batch_header,
     validate_batch,
 )
-from storage.log import (
+from kafkette.storage.log import (
     AppendInfo,
     InvalidTimestampError,
     KafkaStorageError,
     RecordTooLargeError,
 )
-from storage.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
+from kafkette.storage.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
 
 from ..connection import NO_RESPONSE
 from ..context import RequestContext

@@ -9,8 +9,8 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from broker.admin_cli import AdminClient, decode_assignment
-from broker.cli import main
+from kafkette.broker.admin_cli import AdminClient, decode_assignment
+from kafkette.broker.cli import main
 from tests.compat.kafka_python import join, produce
 from tests.tools import ROOT
 
@@ -132,7 +132,7 @@ def test_unknown_group_and_unreachable_broker(capsys, broker) -> None:
 
 
 def test_console_script_entry_point(broker, member) -> None:
-    proc = subprocess.run([sys.executable, "-m", "broker", "groups", "--bootstrap-server",
+    proc = subprocess.run([sys.executable, "-m", "kafkette.broker", "groups", "--bootstrap-server",
                            broker.bootstrap, "describe", GROUP], capture_output=True, text=True,
                           timeout=30, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr

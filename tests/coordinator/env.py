@@ -7,13 +7,13 @@ import tempfile
 import time
 from typing import Any
 
-from broker.offsets_log import OFFSETS_TOPIC
-from broker.testing import ThreadedBroker, test_config
-from coordinator.clock import ManualClock
-from protocol.build import make
-from protocol.codec import request_type
-from protocol.group_records import decode_key, decode_value
-from protocol.records import decode_records
+from kafkette.broker.offsets_log import OFFSETS_TOPIC
+from kafkette.broker.testing import ThreadedBroker, test_config
+from kafkette.coordinator.clock import ManualClock
+from kafkette.protocol.build import make
+from kafkette.protocol.codec import request_type
+from kafkette.protocol.group_records import decode_key, decode_value
+from kafkette.protocol.records import decode_records
 from tests.wire import WireClient, entity
 
 JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, LIST, COMMIT, FETCH, DELETE, OFFSET_DELETE, FIND = (
@@ -244,7 +244,7 @@ class Member:
         from datetime import timedelta
 
         cls = request_type(COMMIT, version)
-        topic_cls = __import__("protocol.build", fromlist=["item_type"]).item_type(cls, "topics")
+        topic_cls = __import__("kafkette.protocol.build", fromlist=["item_type"]).item_type(cls, "topics")
         by_topic: dict[str, list] = {}
         for (topic, p), value in offsets.items():
             off, meta = value if isinstance(value, tuple) else (value, "")
@@ -261,7 +261,7 @@ class Member:
     def fetch(self, group: str, partitions: list[tuple[str, int]] | None, *, version: int = 9,
               require_stable: bool = False) -> dict[tuple[str, int], tuple[int, int, str, int]]:
         """{(topic, partition): (offset, leader_epoch, metadata, error)}"""
-        from protocol.build import item_type
+        from kafkette.protocol.build import item_type
 
         cls = request_type(FETCH, version)
         topics = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.offsets_log import OFFSETS_TOPIC
+from kafkette.broker.offsets_log import OFFSETS_TOPIC
 
 from .env import DELETE, DESCRIBE, Env
 from .test_join_sync import form
@@ -52,7 +52,7 @@ def test_compaction_keeps_live_state_across_restart(make_env):
 
 def _active_records(e: Env) -> int:
     """Records in the active (not yet compactable) segment of __consumer_offsets-0."""
-    from protocol.records import decode_records
+    from kafkette.protocol.records import decode_records
 
     plog = e.broker.broker.logs.partition(OFFSETS_TOPIC, 0)
     base = plog.segments[-1].base_offset

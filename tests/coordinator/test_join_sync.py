@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from protocol.group_records import GroupMetadataKey, GroupMetadataValue
+from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue
 
 from .env import DESCRIBE, FIND, JOIN, LEAVE, RANGE, SYNC, Env, Member, subscription
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.group_records import OffsetCommitKey, OffsetCommitValue
+from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue
 
 from .env import DELETE, DESCRIBE, JOIN, LIST, OFFSET_DELETE, Env, subscription
 from .test_join_sync import form
@@ -121,8 +121,8 @@ def test_41_offset_delete(env: Env):
 
 
 def _od_topics(spec: dict[str, list[int]]):
-    from protocol.build import item_type, make
-    from protocol.codec import request_type
+    from kafkette.protocol.build import item_type, make
+    from kafkette.protocol.codec import request_type
 
     cls = request_type(OFFSET_DELETE, 0)
     tcls = item_type(cls, "topics")
@@ -256,14 +256,14 @@ def test_join_v0_uses_session_as_rebalance_timeout(env: Env):
 
 
 def _proto(version: int):
-    from protocol.codec import request_type
+    from kafkette.protocol.codec import request_type
     from tests.wire import entity
 
     return entity(request_type(JOIN, version), "protocols", name="range", metadata=subscription("t"))
 
 
 def _fetch_group(gid: str):
-    from protocol.codec import request_type
+    from kafkette.protocol.codec import request_type
     from tests.wire import entity
 
     return entity(request_type(9, 9), "groups", group_id=gid, member_id=None, member_epoch=-1,

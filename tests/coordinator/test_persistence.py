@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.offsets_log import OFFSETS_TOPIC
-from broker.testing import ThreadedBroker
-from coordinator.clock import ManualClock
-from coordinator.log import MemoryLog
-from coordinator.shard import CommitPartition, CoordinatorConfig, Shard
-from protocol.build import item_type, make
-from protocol.codec import request_type
-from protocol.group_records import (
+from kafkette.broker.offsets_log import OFFSETS_TOPIC
+from kafkette.broker.testing import ThreadedBroker
+from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.log import MemoryLog
+from kafkette.coordinator.shard import CommitPartition, CoordinatorConfig, Shard
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
+from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
@@ -26,7 +26,7 @@ from protocol.group_records import (
     encode_key,
     encode_value,
 )
-from protocol.records import decode_records
+from kafkette.protocol.records import decode_records
 from tests.wire import WireClient, entity
 
 from .env import COMMIT, DESCRIBE, FETCH, Env, Member

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.clock import ManualClock
-from coordinator.service import java_string_hashcode, partition_for
-from protocol.group_records import (
+from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.service import java_string_hashcode, partition_for
+from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,

@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 
-from coordinator import errors as E
-from coordinator.clock import ManualClock
-from coordinator.errors import append_error
-from coordinator.log import MemoryLog
-from coordinator.shard import CommitPartition, CoordinatorConfig, JoinRequest, Shard
-from protocol.group_records import (
+from kafkette.coordinator import errors as E
+from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.errors import append_error
+from kafkette.coordinator.log import MemoryLog
+from kafkette.coordinator.shard import CommitPartition, CoordinatorConfig, JoinRequest, Shard
+from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
@@ -19,7 +19,7 @@ from protocol.group_records import (
     encode_key,
     encode_value,
 )
-from storage.log import KafkaStorageError, RecordTooLargeError
+from kafkette.storage.log import KafkaStorageError, RecordTooLargeError
 
 from .env import subscription
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from broker.testing import BrokerProcess
-from broker.testing import test_config as broker_config
-from protocol.records import build_batch, decode_records, iter_batches
+from kafkette.broker.testing import BrokerProcess
+from kafkette.broker.testing import test_config as broker_config
+from kafkette.protocol.records import build_batch, decode_records, iter_batches
 from tests.dataplane.test_wire import create_topic, fetch, produce
 from tests.wire import WireClient
 

@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from kio.schema.errors import ErrorCode
 
-from protocol.build import item_type, make
-from protocol.codec import request_type
-from protocol.records import build_batch, decode_records, iter_batches
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
+from kafkette.protocol.records import build_batch, decode_records, iter_batches
 from tests.wire import WireClient, entity
 
 PRODUCE, FETCH, LIST_OFFSETS, CREATE, DELETE, DESCRIBE_CONFIGS, INIT_PID, CREATE_PARTS = (
@@ -262,7 +262,7 @@ def test_log_append_time_and_internal_topics(broker) -> None:
         part = fetch(w, "lat", 0, 0).responses[0].partitions[0]
         header, view = next(iter_batches(part.records))
         assert header.timestamp_type == 1 and header.max_timestamp == append_ms
-        from protocol.records import verify_crc
+        from kafkette.protocol.records import verify_crc
 
         assert verify_crc(view)
         assert [r.timestamp for r in decode_records(view)] == [append_ms, append_ms]
@@ -387,9 +387,9 @@ def test_produce_response_encoder_matches_kio(version: int) -> None:
 
     from kio.serial import entity_writer
 
-    from broker.handlers.produce import encode_produce_response
-    from protocol.build import item_type, make
-    from protocol.codec import response_type
+    from kafkette.broker.handlers.produce import encode_produce_response
+    from kafkette.protocol.build import item_type, make
+    from kafkette.protocol.codec import response_type
 
     rows = [("topic-a", [(0, ErrorCode.none, 42, 1_700_000_000_123, 7, None),
                          (3, ErrorCode.corrupt_message, -1, -1, -1, "bad crc")]),

@@ -12,10 +12,10 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from confluent_kafka import TopicPartition as CTopicPartition
 from kafka import TopicPartition as KTopicPartition
 
-from broker.testing import BrokerProcess
-from broker.testing import test_config as broker_config
-from protocol.build import item_type, make
-from protocol.codec import request_type
+from kafkette.broker.testing import BrokerProcess
+from kafkette.broker.testing import test_config as broker_config
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
 from tests.compat.kafka_python import produce
 from tests.wire import WireClient, entity
 

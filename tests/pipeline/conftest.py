@@ -17,7 +17,7 @@ def spark() -> Iterator[object]:
         java, reason = ensure_debian_tool("java", "openjdk-17-jre-headless")
         if java is None:
             pytest.skip(f"Spark needs Java 17+: {reason}")
-    from pipeline.spark import session
+    from kafkette.pipeline.spark import session
 
     spark = session("local[2]", {
         "spark.ui.enabled": "false",

@@ -27,7 +27,7 @@ aiokafka = pytest.importorskip("aiokafka")
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 
-from broker import cli  # noqa: E402
+from kafkette.broker import cli  # noqa: E402
 
 TOPIC, GROUP = "orders", "billing"
 P0, P1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)

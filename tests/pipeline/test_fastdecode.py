@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from pipeline import fastdecode  # noqa: E402
-from protocol.records import (  # noqa: E402
+from kafkette.pipeline import fastdecode  # noqa: E402
+from kafkette.protocol.records import (  # noqa: E402
     GZIP,
     LOG_APPEND_TIME,
     LZ4,

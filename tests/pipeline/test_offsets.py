@@ -9,8 +9,8 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from pipeline.offsets import SCHEMA, decode_arrow, parse_assignment  # noqa: E402
-from protocol import group_records as gr  # noqa: E402
+from kafkette.pipeline.offsets import SCHEMA, decode_arrow, parse_assignment  # noqa: E402
+from kafkette.protocol import group_records as gr  # noqa: E402
 
 T = 1_700_000_000_000
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from pipeline.segments import plan_splits
-from protocol.records import GZIP, LZ4, NO_COMPRESSION, SNAPPY, ZSTD, Record, build_batch
+from kafkette.pipeline.segments import plan_splits
+from kafkette.protocol.records import GZIP, LZ4, NO_COMPRESSION, SNAPPY, ZSTD, Record, build_batch
 
 CODECS = [NO_COMPRESSION, GZIP, SNAPPY, LZ4, ZSTD]
 

@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from protocol.build import make
-from protocol.codec import encode_request, request_type
+from kafkette.protocol.build import make
+from kafkette.protocol.codec import encode_request, request_type
 from tests.wire import WireClient
 
 MAX_REQUEST = 4096
@@ -84,7 +84,7 @@ def test_trailing_bytes_after_body_are_tolerated(broker):
 
 def test_unsupported_api_versions_version_gets_v0_answer(broker):
     """KIP-511: answered as v0 with UNSUPPORTED_VERSION and the full list to downgrade to."""
-    from protocol.codec import decode_response
+    from kafkette.protocol.codec import decode_response
 
     with WireClient(broker.bootstrap) as client:
         client.send_raw(frame(struct.pack(">hhih", 18, 42, 5, -1) + b"\x00\x00\x00"))

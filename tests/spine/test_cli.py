@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError, read_properties
+from kafkette.broker.config import BrokerConfig, ConfigError, read_properties
 from tests.wire import WireClient
 
 
 def start(args: list[str]) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "kafkette.broker", "serve", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     match = re.fullmatch(r"kafkette listening on (127\.0\.0\.1:\d+)\n", line)
@@ -56,7 +56,7 @@ def test_advertised_listener_is_what_metadata_returns(tmp_path):
 
 
 def test_bad_override_is_rejected_with_exit_code_2():
-    result = subprocess.run([sys.executable, "-m", "broker", "serve", "--override", "novalue"],
+    result = subprocess.run([sys.executable, "-m", "kafkette.broker", "serve", "--override", "novalue"],
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert "key=value" in result.stderr

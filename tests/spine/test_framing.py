@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from protocol.framing import FrameError, FrameReader, frame
-from protocol.headers import HeaderError, parse_request_header, response_header
+from kafkette.protocol.framing import FrameError, FrameReader, frame
+from kafkette.protocol.headers import HeaderError, parse_request_header, response_header
 
 
 def test_frames_split_across_reads_and_coalesced():

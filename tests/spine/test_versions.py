@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-import broker.server  # noqa: F401  (registers the routes)
-from broker.registry import ROUTES
-from protocol.codec import codec, request_type
+import kafkette.broker.server  # noqa: F401  (registers the routes)
+from kafkette.broker.registry import ROUTES
+from kafkette.protocol.codec import codec, request_type
 from tests.wire import WireClient, entity
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import Record, build_batch, decode_records, iter_batches
-from storage.log import OffsetOutOfRangeError
-from storage.topics import LogManager, TopicExistsError
+from kafkette.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkette.storage.log import OffsetOutOfRangeError
+from kafkette.storage.topics import LogManager, TopicExistsError
 
 
 class Clock:

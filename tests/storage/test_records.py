@@ -9,7 +9,7 @@ from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
 from kafka.record.default_records import DefaultRecordBatch as KpBatch
 
-from protocol.records import (
+from kafkette.protocol.records import (
     CorruptRecordError,
     Record,
     build_batch,
