@@ -36,6 +36,7 @@ class ConnectionOwner(Protocol):
     services: Services
     connections: set[KafkaConnection]
 
+
 _MAX_QUEUED_FRAMES = 128
 
 

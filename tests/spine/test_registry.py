@@ -23,5 +23,5 @@ def test_registering_a_key_twice_fails_at_import():
     with pytest.raises(DuplicateRouteError, match="api key 3 is already handled by "
                                                    "kafkette.broker.handlers.metadata"):
         exec(compile(source, "kafkette_test_duplicate_handler.py", "exec"), module.__dict__)
-    assert ROUTES == before
+    assert before == ROUTES
 
