@@ -4,9 +4,8 @@ Requests on one connection are processed one at a time, as Kafka does (it mutes 
 until its response is sent); a request that waits (long-poll Fetch, parked JoinGroup) holds
 back only its own connection. Handlers that answer synchronously take a fast path with no task.
 
-A handler returns the response object, its encoded body (``bytes``), an ``asyncio.Future`` of
-either (completed by a callback, no task), an awaitable of either, ``NO_RESPONSE``, or an object
-with ``write_to(transport, correlation_id, api_codec)`` for pre-framed bytes.
+What a handler may return is listed in ``responses``; framing happens there. A Future (completed
+by a callback) needs no task; only other awaitables run as one.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafkette.protocol.codec import DecodeError, codec
 from kafkette.protocol.framing import FrameError, FrameReader
@@ -24,20 +23,25 @@ from kafkette.protocol.headers import HeaderError, parse_request_header, peek_ap
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .context import RequestContext
 from .registry import ROUTES
-
-if TYPE_CHECKING:
-    from .server import Broker
+from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
+from .services import Services
 
 log = logging.getLogger("kafkette.connection")
 
-NO_RESPONSE = object()
-"""Returned by a handler that must not answer (Produce with acks=0)."""
+
+class ConnectionOwner(Protocol):
+    """What a connection needs from the server that accepted it."""
+
+    config: Any
+    services: Services
+    connections: set[KafkaConnection]
+
 
 _MAX_QUEUED_FRAMES = 128
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ConnectionOwner) -> None:
         self.broker = broker
         self._reader = FrameReader(broker.config.get_int("socket.request.max.bytes"))
         self._queue: deque[bytes] = deque()
@@ -165,7 +169,8 @@ class KafkaConnection(asyncio.Protocol):
         except (HeaderError, DecodeError) as exc:
             self.close(f"undecodable api {key} v{version} request: {exc}")
             return None
-        ctx = RequestContext(key, version, corr, header.client_id, self.client_host, self.broker)
+        ctx = RequestContext(key, version, corr, header.client_id, self.client_host,
+                             self.broker.services)
         try:
             result = route.handler(ctx, body)
         except Exception:
@@ -177,16 +182,22 @@ class KafkaConnection(asyncio.Protocol):
     def _send(self, corr: int, api_codec: Any, result: Any) -> None:
         if result is NO_RESPONSE or self._closed or self.transport is None:
             return
+        if result is CLOSE_CONNECTION:
+            self._flush()
+            log.info("closing connection from %s after api %d request %d", self.peer,
+                     api_codec.api_key, corr)
+            self.close(None)
+            return
         if type(result) is bytes:
+            # An encoded body: only OffsetCommit (group handlers) until the coordinator rewrite.
             self._out.append(api_codec.frame(corr, result))
             return
-        write = getattr(result, "write_to", None)
-        if write is not None:  # a pre-framed response (e.g. Fetch splicing log bytes)
+        if type(result) is SplicedResponse:
             self._flush()
-            write(self.transport, corr, api_codec)
+            write_spliced(self.transport, api_codec, corr, result)
             return
         try:
-            data = api_codec.encode_response(corr, result)
+            data = frame_response(api_codec, corr, result)
         except Exception:
             log.exception("encoding api %d v%d response failed; closing %s",
                           api_codec.api_key, api_codec.version, self.peer)

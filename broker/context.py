@@ -1,4 +1,4 @@
-"""What a handler knows about the request it serves."""
+"""What a handler knows about the request it serves, and the services it may call."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 from kafkette.protocol.codec import response_type
 
 if TYPE_CHECKING:
-    from .server import Broker
+    from .config import BrokerConfig
+    from .services import Services
+    from .services.cluster import ClusterInfo
 
 
 @dataclass(slots=True)
@@ -18,7 +20,15 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     client_host: str  # Java InetAddress.toString() form: "/127.0.0.1"
-    broker: Broker
+    services: Services
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.services.config
+
+    @property
+    def cluster(self) -> ClusterInfo:
+        return self.services.cluster
 
     @property
     def response_type(self) -> type:

@@ -64,12 +64,10 @@ def coordinator_config(config: Any) -> Any:
     )
 
 
-async def start_coordinator(broker: Any) -> Any:
+async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.service import GroupCoordinator
 
-    config = broker.config
-    logs = broker.logs
     info = logs.topic(OFFSETS_TOPIC)
     if info is None:
         info = await logs.create_topic(
@@ -80,7 +78,7 @@ async def start_coordinator(broker: Any) -> Any:
             internal=True)
     codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
     coord = GroupCoordinator(
-        config.node_id, info.partitions, broker.clock, coordinator_config(config),
+        config.node_id, info.partitions, clock, coordinator_config(config),
         lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec))
     await coord.start()
     return coord

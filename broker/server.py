@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkette.coordinator.clock import SystemClock
-from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
+from kafkette.storage.topics import LogManager
 
 from . import handlers  # noqa: F401  (registers every API route)
 from .config import BrokerConfig
 from .connection import KafkaConnection
-from .offsets_log import start_coordinator
+from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
@@ -39,9 +39,19 @@ class Broker:
         self.logs = LogManager(self.config)
         self._server: asyncio.Server | None = None
         self._bound: tuple[str, int] | None = None
-        self._create_lock = asyncio.Lock()
-        self.coordinator: GroupCoordinator | None = None
+        self.services = Services(
+            config=self.config,
+            cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
+            topics=TopicService(self.logs, self.config),
+            records=RecordService(self.logs),
+            groups=GroupService(self.logs, self.config, self.clock),
+        )
         self._coordinator_task: asyncio.Future | None = None
+
+    @property
+    def coordinator(self) -> GroupCoordinator | None:
+        """The group coordinator, None until it has loaded ``__consumer_offsets``."""
+        return self.services.groups.coordinator
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -62,10 +72,7 @@ class Broker:
         host, port = sock.getsockname()[:2]
         self._bound = (host, port)
         log.info("kafkette listening on %s:%d (node.id=%d)", host, port, self.config.node_id)
-        self._coordinator_task = asyncio.ensure_future(self._start_coordinator())
-
-    async def _start_coordinator(self) -> None:
-        self.coordinator = await start_coordinator(self)
+        self._coordinator_task = asyncio.ensure_future(self.services.groups.start())
 
     async def wait_ready(self) -> None:
         """Wait until the group coordinator has created and replayed ``__consumer_offsets``."""
@@ -84,9 +91,7 @@ class Broker:
                 self._coordinator_task.cancel()
             await asyncio.gather(self._coordinator_task, return_exceptions=True)
             self._coordinator_task = None
-        if self.coordinator is not None:
-            await self.coordinator.stop()
-            self.coordinator = None
+        await self.services.groups.stop()
         await self.logs.stop()
 
     async def __aenter__(self) -> Broker:
@@ -123,16 +128,3 @@ class Broker:
     def bootstrap(self) -> str:
         host, port = self.advertised
         return f"{host}:{port}"
-
-    # Topics ------------------------------------------------------------------------------
-    async def auto_create_topic(self, name: str) -> TopicInfo:
-        async with self._create_lock:
-            existing = self.logs.topic(name)
-            if existing is not None:
-                return existing
-            try:
-                return await self.logs.create_topic(name, self.config.get_int("num.partitions"))
-            except TopicExistsError:
-                info = self.logs.topic(name)
-                assert info is not None
-                return info

@@ -50,8 +50,17 @@ def apply_retention(plog: PartitionLog, now_ms: int) -> int:
     return len(expired)
 
 
+def dirty_ratio(plog: PartitionLog, cleanable: list[Segment]) -> float:
+    """Kafka's cleanable ratio: bytes not yet compacted over all bytes of the cleanable segments
+    (everything before the active segment and ``min.compaction.lag.ms``)."""
+    total = sum(s.size for s in cleanable)
+    dirty = sum(s.size for s in cleanable if s.next_offset > plog.cleaned_upto)
+    return dirty / total if total else 0.0
+
+
 async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
-    """Keep only the last record of each key in the sealed segments. True if it rewrote any."""
+    """Keep only the last record of each key in the sealed segments once their dirty ratio
+    reaches ``min.cleanable.dirty.ratio``. True if it rewrote any."""
     cfg = plog.config
     if not cfg.compact or plog.closed:
         return False
@@ -63,6 +72,8 @@ async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
             sealed = sealed[:i]
             break
     if not sealed or sealed[-1].next_offset <= plog.cleaned_upto:
+        return False
+    if dirty_ratio(plog, sealed) < cfg.min_cleanable_dirty_ratio:
         return False
     new = await asyncio.to_thread(_clean, plog, sealed, now_ms)
     current = plog.segments

@@ -136,6 +136,7 @@ class LogConfig:
     timestamp_before_max_ms: int
     timestamp_after_max_ms: int
     min_insync_replicas: int = 1
+    min_cleanable_dirty_ratio: float = 0.5
     compression: int = -1  # compression.type as a codec id; -1 = "producer" (store as sent)
 
     @classmethod
@@ -161,5 +162,6 @@ class LogConfig:
             timestamp_before_max_ms=int(get("message.timestamp.before.max.ms")),
             timestamp_after_max_ms=int(get("message.timestamp.after.max.ms")),
             min_insync_replicas=int(get("min.insync.replicas")),
+            min_cleanable_dirty_ratio=float(get("min.cleanable.dirty.ratio")),
             compression=_CODEC_IDS.get(get("compression.type"), -1),
         )

@@ -1,8 +1,9 @@
 """Request handlers; importing this package registers every API route."""
 
 from .. import api_versions  # noqa: F401
-from . import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
+from . import (  # noqa: F401
     alter_configs,
+    consumer_group,
     create_partitions,
     create_topics,
     delete_records,
@@ -13,7 +14,7 @@ from . import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
     groups,
     init_producer_id,
     list_offsets,
-    metadata,  # noqa: F401
+    metadata,
     offset_for_leader_epoch,
     offsets,
     produce,

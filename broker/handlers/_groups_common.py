@@ -22,7 +22,7 @@ def ms(value: timedelta | int) -> int:
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    coord = getattr(ctx.broker, "coordinator", None)
+    coord = ctx.services.groups.coordinator
     if coord is None:
         raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
     return coord

@@ -11,20 +11,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
-from kafkette.storage.topic_config import LIST, TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
+from kafkette.storage.topic_config import LIST, TOPIC_CONFIGS
 
 from ..context import RequestContext
 from ..registry import api
+from ..services import ServiceError
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-
-
-class _Reject(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
@@ -32,20 +26,20 @@ def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
     for c in configs:
         d = TOPIC_CONFIGS.get(c.name)
         if d is None:
-            raise _Reject(ErrorCode.invalid_config, f"Unknown topic config name: {c.name}")
+            raise ServiceError(ErrorCode.invalid_config, f"Unknown topic config name: {c.name}")
         op = c.config_operation
         if op == SET:
             if c.value is None:
-                raise _Reject(ErrorCode.invalid_config, f"Null value not supported for : {c.name}")
+                raise ServiceError(ErrorCode.invalid_config, f"Null value not supported for : {c.name}")
             out[c.name] = c.value
         elif op == DELETE:
             out.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
             if d.type != LIST:
-                raise _Reject(ErrorCode.invalid_config,
-                              f"Config value append is not allowed for config key: {c.name}"
-                              if op == APPEND else
-                              f"Config value subtract is not allowed for config key: {c.name}")
+                raise ServiceError(ErrorCode.invalid_config,
+                                   f"Config value append is not allowed for config key: {c.name}"
+                                   if op == APPEND else
+                                   f"Config value subtract is not allowed for config key: {c.name}")
             items = [v for v in out.get(c.name, d.default).split(",") if v.strip()]
             values = [v.strip() for v in (c.value or "").split(",") if v.strip()]
             if op == APPEND:
@@ -54,7 +48,7 @@ def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
                 items = [v for v in items if v not in values]
             out[c.name] = ",".join(items)
         else:
-            raise _Reject(ErrorCode.invalid_request, f"Unknown config operation {op}")
+            raise ServiceError(ErrorCode.invalid_request, f"Unknown config operation {op}")
     return out
 
 
@@ -62,30 +56,24 @@ async def _alter(ctx: RequestContext, req: Any,
                  new_configs: Callable[[dict[str, str], Any], dict[str, str]]):
     cls = ctx.response_type
     result_cls = item_type(cls, "responses")
-    logs = ctx.broker.logs
+    topics = ctx.services.topics
     results = []
     for res in req.resources:
         code, message = ErrorCode.none, None
         try:
             if res.resource_type == TOPIC:
-                info = logs.topic(res.resource_name)
-                if info is None:
-                    raise _Reject(ErrorCode.unknown_topic_or_partition,
-                                  "This server does not host this topic-partition.")
-                try:
-                    overrides = validate_topic_configs(new_configs(dict(info.configs), res.configs))
-                except InvalidConfigError as exc:
-                    raise _Reject(ErrorCode.invalid_config, str(exc)) from None
-                if not req.validate_only:
-                    await logs.alter_topic_configs(info.name, overrides)
+                changes = res.configs
+                await topics.alter_configs(
+                    res.resource_name, lambda current: new_configs(current, changes),  # noqa: B023
+                    validate_only=req.validate_only)
             elif res.resource_type == BROKER:
                 names = ", ".join(c.name for c in res.configs)
-                raise _Reject(ErrorCode.invalid_config,
-                              f"Cannot update these configs dynamically: Set({names})")
+                raise ServiceError(ErrorCode.invalid_config,
+                                   f"Cannot update these configs dynamically: Set({names})")
             else:
-                raise _Reject(ErrorCode.invalid_request,
-                              f"Unsupported resource type {res.resource_type}")
-        except _Reject as rej:
+                raise ServiceError(ErrorCode.invalid_request,
+                                   f"Unsupported resource type {res.resource_type}")
+        except ServiceError as rej:
             code, message = rej.code, rej.message
         results.append(make(result_cls, error_code=code, error_message=message,
                             resource_type=res.resource_type, resource_name=res.resource_name))

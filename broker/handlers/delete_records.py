@@ -6,26 +6,22 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.storage.log import OffsetOutOfRangeError
-
 from ..context import RequestContext
 from ..registry import api
+from ..services import ServiceError
 from ._partitions import per_partition_async
 
 
 @api(21, 0, 2)
 async def handle_delete_records(ctx: RequestContext, req: Any):
-    logs = ctx.broker.logs
+    records = ctx.services.records
 
     async def answer(topic: str, p: Any) -> dict[str, Any]:
         code, low = ErrorCode.none, -1
-        if logs.get_partition(topic, p.partition_index) is None:
-            code = ErrorCode.unknown_topic_or_partition
-        else:
-            try:
-                low = await logs.delete_records(topic, p.partition_index, p.offset)
-            except OffsetOutOfRangeError:
-                code = ErrorCode.offset_out_of_range
+        try:
+            low = await records.delete_records(topic, p.partition_index, p.offset)
+        except ServiceError as exc:
+            code = exc.code
         return dict(partition_index=p.partition_index, low_watermark=low, error_code=code)
 
     return await per_partition_async(ctx, req, answer)

@@ -12,6 +12,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..registry import api
+from ..services import ServiceError
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -20,29 +21,17 @@ ZERO_UUID = uuid.UUID(int=0)
 async def handle_delete_topics(ctx: RequestContext, req: Any):
     cls = ctx.response_type
     result_cls = item_type(cls, "responses")
-    logs = ctx.broker.logs
-    enabled = ctx.broker.config.get("delete.topic.enable", "true").lower() == "true"
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
         wanted = [(name, None) for name in req.topic_names]
     results = []
     for name, topic_id in wanted:
-        if name is None and topic_id is not None and topic_id != ZERO_UUID:
-            info = logs.topic_by_id(topic_id)
-            missing = (ErrorCode.unknown_topic_id, "This server does not host this topic ID.")
-        else:
-            info = logs.topic(name) if name is not None else None
-            missing = (ErrorCode.unknown_topic_or_partition,
-                       "This server does not host this topic-partition.")
-        code, message = ErrorCode.none, None
-        if info is None:
-            code, message = missing
-        elif not enabled:
-            code, message = ErrorCode.topic_deletion_disabled, "Topic deletion is disabled."
-        else:
-            await logs.delete_topic(info.name)
-        results.append(make(result_cls, name=info.name if info else name,
-                            topic_id=info.topic_id if info else (topic_id or ZERO_UUID),
+        try:
+            info = await ctx.services.topics.delete(name, topic_id)
+            name, topic_id, code, message = info.name, info.topic_id, ErrorCode.none, None
+        except ServiceError as exc:
+            code, message = exc.code, exc.message
+        results.append(make(result_cls, name=name, topic_id=topic_id or ZERO_UUID,
                             error_code=code, error_message=message))
     return make(cls, throttle_time=timedelta(0), responses=tuple(results))

@@ -20,14 +20,14 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str
         return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     if key_type != GROUP:
         return E.INVALID_REQUEST, -1, "", -1
-    coord = getattr(ctx.broker, "coordinator", None)
+    coord = ctx.services.groups.coordinator
     if coord is None or not coord.started:
         return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     node = coord.coordinator_node(key)
-    if node != ctx.broker.config.node_id:
+    if node != ctx.cluster.node_id:
         # Only this node exists today; a partition without a live leader is unavailable.
         return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    host, port = ctx.broker.advertised
+    host, port = ctx.cluster.advertised
     return E.NONE, node, host, port
 
 

@@ -51,7 +51,7 @@ def handle_join_group(ctx: RequestContext, req):
         return _join_response(ctx, JoinResult(E.INVALID_GROUP_ID, req.member_id))
     session = ms(req.session_timeout)
     rebalance = ms(req.rebalance_timeout) if v >= 1 else session
-    cfg = ctx.broker.coordinator.config if getattr(ctx.broker, "coordinator", None) else None
+    cfg = coord.config if (coord := ctx.services.groups.coordinator) is not None else None
     if cfg is not None and not cfg.min_session_timeout_ms <= session <= cfg.max_session_timeout_ms:
         return _join_response(ctx, JoinResult(E.INVALID_SESSION_TIMEOUT, req.member_id))
     try:

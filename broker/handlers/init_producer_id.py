@@ -26,6 +26,6 @@ async def handle_init_producer_id(ctx: RequestContext, req: Any):
         return make(cls, throttle_time=timedelta(0), error_code=ErrorCode.unsupported_version,
                     producer_id=-1, producer_epoch=-1)
     # As Kafka does for non-transactional producers: a fresh id, epoch 0, whatever was sent.
-    pid = await ctx.broker.logs.allocate_producer_id()
+    pid = await ctx.services.records.allocate_producer_id()
     return make(cls, throttle_time=timedelta(0), error_code=ErrorCode.none, producer_id=pid,
                 producer_epoch=0)

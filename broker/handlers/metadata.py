@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import timedelta
 
@@ -12,24 +11,20 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..registry import api
+from ..services import ServiceError
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTH_OPS_OMITTED = -(2**31)
-_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-
-
-def valid_topic_name(name: str) -> bool:
-    return bool(_LEGAL_TOPIC.fullmatch(name)) and name not in (".", "..")
 
 
 @api(3, 0, 13)
 async def handle_metadata(ctx: RequestContext, req):
-    broker = ctx.broker
-    logs = broker.logs
+    topics_service = ctx.services.topics
+    cluster = ctx.cluster
     cls = ctx.response_type
     topic_cls = item_type(cls, "topics")
     part_cls = item_type(topic_cls, "partitions")
-    node = broker.config.node_id
+    node = cluster.node_id
 
     def topic_entry(error: ErrorCode, name: str | None, info=None, topic_id=ZERO_UUID):
         partitions = ()
@@ -49,41 +44,36 @@ async def handle_metadata(ctx: RequestContext, req):
     if ctx.api_version == 0 and not requested:
         requested = None  # v0: an empty list means all topics
     if requested is None:
-        topics = tuple(topic_entry(ErrorCode.none, t.name, t) for t in logs.topics())
+        topics = tuple(topic_entry(ErrorCode.none, t.name, t) for t in topics_service.all())
     else:
-        auto_create = broker.config.get_bool("auto.create.topics.enable") and getattr(
-            req, "allow_auto_topic_creation", True
-        )
+        auto_create = getattr(req, "allow_auto_topic_creation", True)
         entries = []
         for wanted in requested:
             name = wanted.name
             if name is None:
                 tid = getattr(wanted, "topic_id", None)
-                info = logs.topic_by_id(tid) if tid else None
+                info = topics_service.get_by_id(tid) if tid else None
                 if info is None:
-                    entries.append(topic_entry(ErrorCode.unknown_topic_id, None, topic_id=tid or ZERO_UUID))
+                    entries.append(topic_entry(ErrorCode.unknown_topic_id, None,
+                                               topic_id=tid or ZERO_UUID))
                 else:
                     entries.append(topic_entry(ErrorCode.none, info.name, info))
                 continue
-            info = logs.topic(name)
-            if info is None and auto_create:
-                if not valid_topic_name(name):
-                    entries.append(topic_entry(ErrorCode.invalid_topic_exception, name))
-                    continue
-                info = await broker.auto_create_topic(name)
-            if info is None:
-                entries.append(topic_entry(ErrorCode.unknown_topic_or_partition, name))
+            try:
+                info = await topics_service.lookup(name, auto_create=auto_create)
+            except ServiceError as exc:
+                entries.append(topic_entry(exc.code, name))
             else:
                 entries.append(topic_entry(ErrorCode.none, name, info))
         topics = tuple(entries)
 
-    host, port = broker.advertised
+    host, port = cluster.advertised
     broker_cls = item_type(cls, "brokers")
     return make(
         cls,
         throttle_time=timedelta(0),
         brokers=(make(broker_cls, node_id=node, host=host, port=port, rack=None),),
-        cluster_id=broker.cluster_id,
+        cluster_id=cluster.cluster_id,
         controller_id=node,
         topics=topics,
         cluster_authorized_operations=AUTH_OPS_OMITTED,

@@ -20,7 +20,7 @@ from ._groups_common import ZERO, ms, shard_for
 
 def _partition_count(ctx: RequestContext, topic: str) -> int:
     """Partitions of ``topic`` (0 if it does not exist): valid indexes are 0 <= p < count."""
-    info = ctx.broker.logs.topic(topic)
+    info = ctx.services.topics.get(topic)
     return info.partitions if info is not None else 0
 
 

@@ -463,4 +463,5 @@ def test_api_versions_advertise_group_apis(env: Env):
     ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert ranges[JOIN] == (0, 9) and ranges[SYNC] == (0, 5) and ranges[LEAVE] == (0, 5)
     assert ranges[8] == (2, 9) and ranges[9] == (1, 9) and ranges[47] == (0, 0)
-    assert 68 not in ranges and 69 not in ranges
+    # KIP-848 APIs: advertised, answered UNSUPPORTED_VERSION (tests/groups/test_consumer_protocol.py)
+    assert ranges[68] == (0, 1) and ranges[69] == (0, 1)

@@ -387,9 +387,9 @@ def test_produce_response_encoder_matches_kio(version: int) -> None:
 
     from kio.serial import entity_writer
 
-    from kafkette.broker.handlers.produce import encode_produce_response
     from kafkette.protocol.build import item_type, make
     from kafkette.protocol.codec import response_type
+    from kafkette.protocol.produce_response import encode_produce_response
 
     rows = [("topic-a", [(0, ErrorCode.none, 42, 1_700_000_000_123, 7, None),
                          (3, ErrorCode.corrupt_message, -1, -1, -1, "bad crc")]),
@@ -406,7 +406,7 @@ def test_produce_response_encoder_matches_kio(version: int) -> None:
         for name, parts in rows))
     buf = io.BytesIO()
     entity_writer(cls)(buf, entity)
-    assert encode_produce_response(version, rows) == buf.getvalue()
+    assert encode_produce_response(version, entity) == buf.getvalue()
 
 
 def test_topic_compression_type_recompresses(broker) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkette.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkette.storage.cleaner import dirty_ratio
 from kafkette.storage.log import OffsetOutOfRangeError
 from kafkette.storage.topics import LogManager, TopicExistsError
 
@@ -195,4 +196,29 @@ async def test_concurrent_creates_of_one_name(tmp_path: Path) -> None:
     assert len(created) == 1
     assert all(isinstance(r, TopicExistsError) for r in results if r not in created)
     assert mgr.topic("same") == created[0]  # visible by the time the losers are told
+    await mgr.stop()
+
+
+async def test_compaction_waits_for_min_cleanable_dirty_ratio(tmp_path: Path) -> None:
+    clock = Clock()
+    mgr = LogManager(_config(tmp_path), now_ms=clock)
+    await mgr.start()
+    await mgr.create_topic("r", 1, {"cleanup.policy": "compact", "segment.bytes": "250"})
+    plog = mgr.partition("r", 0)
+
+    async def append(keys: range) -> None:
+        for i in keys:
+            await plog.append(build_batch([(f"key{i}".encode(), b"v")], base_timestamp=clock.now))
+
+    await append(range(20))
+    assert await mgr.run_compaction() == 1  # never cleaned: everything is dirty
+    assert await mgr.run_compaction() == 0  # nothing new
+    await append(range(20, 24))  # rolls a little: dirty bytes well under half of the total
+    sealed = plog.segments[:-1]
+    assert 0 < dirty_ratio(plog, sealed) < 0.5
+    assert await mgr.run_compaction() == 0
+    await mgr.alter_topic_configs("r", {"cleanup.policy": "compact", "segment.bytes": "250",
+                                        "min.cleanable.dirty.ratio": "0.01"})
+    assert mgr.partition("r", 0).config.min_cleanable_dirty_ratio == 0.01
+    assert await mgr.run_compaction() == 1
     await mgr.stop()

@@ -1,0 +1,29 @@
+"""The service layer between request handlers and storage/coordinator.
+
+Handlers decode a request, call one service method per topic/partition/group, and encode the
+answer; services hold the rules and raise :class:`ServiceError` with Kafka's error code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import BrokerConfig
+from .cluster import ClusterInfo
+from .errors import ServiceError
+from .groups import GroupService
+from .records import RecordService
+from .topics import TopicService
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    config: BrokerConfig
+    cluster: ClusterInfo
+    topics: TopicService
+    records: RecordService
+    groups: GroupService
+
+
+__all__ = ["ClusterInfo", "GroupService", "RecordService", "ServiceError", "Services",
+           "TopicService"]

@@ -1,0 +1,30 @@
+"""Access to the group coordinator, which loads in the background after the broker starts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..offsets_log import start_coordinator
+
+if TYPE_CHECKING:
+    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.storage.topics import LogManager
+
+
+class GroupService:
+    """Holds the coordinator once it exists; ``coordinator`` is None until it has loaded."""
+
+    def __init__(self, logs: LogManager, config: Any, clock: Any) -> None:
+        self._logs = logs
+        self._config = config
+        self._clock = clock
+        self.coordinator: GroupCoordinator | None = None
+
+    async def start(self) -> None:
+        """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
+        self.coordinator = await start_coordinator(self._logs, self._config, self._clock)
+
+    async def stop(self) -> None:
+        coord, self.coordinator = self.coordinator, None
+        if coord is not None:
+            await coord.stop()

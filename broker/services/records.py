@@ -1,0 +1,273 @@
+"""The data plane: appending produced batches and reading, listing and trimming partitions.
+
+Every refusal is a :class:`ServiceError` carrying Kafka's error code and message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkette.protocol.records import (
+    HEADER_SIZE,
+    CorruptRecordError,
+    build_batch,
+    decode_records,
+    parse_batch_header,
+    validate_batch,
+)
+from kafkette.storage.log import LEADER_EPOCH, AppendInfo, LogSlice, OffsetOutOfRangeError, PartitionLog
+from kafkette.storage.topics import LogManager, TopicInfo
+
+from .errors import ServiceError, service_error, unknown_partition
+
+# Kafka lets only its own admin client (AdminUtils.ADMIN_CLIENT_ID) produce to internal topics.
+ADMIN_CLIENT_ID = "__admin_client"
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+class RecordService:
+    def __init__(self, logs: LogManager) -> None:
+        self._logs = logs
+
+    def _partition(self, topic: str, partition: int) -> PartitionLog:
+        plog = self._logs.get_partition(topic, partition)
+        if plog is None:
+            raise unknown_partition()
+        return plog
+
+    def _internal(self, topic: str) -> bool:
+        info = self._logs.topic(topic)
+        return info is not None and info.internal
+
+    # Produce -----------------------------------------------------------------------------------
+    def append(self, topic: str, partition: int, records: bytes | None, acks: int,
+               client_id: str | None) -> AppendInfo | Awaitable[AppendInfo]:
+        """Validate and start the append of one partition's batch: its AppendInfo when written
+        inline, else an awaitable of it (durable under the flush policy)."""
+        plog = self._partition(topic, partition)
+        if self._internal(topic) and client_id != ADMIN_CLIENT_ID:
+            raise ServiceError(ErrorCode.invalid_topic_exception,
+                               f"Cannot append to internal topic {topic}")
+        if not records:
+            raise ServiceError(ErrorCode.invalid_record, "Produce request has no record batch")
+        try:
+            first = parse_batch_header(records)
+            if first.magic == 2 and HEADER_SIZE <= first.size < len(records):
+                raise ServiceError(ErrorCode.invalid_record,
+                                   "Produce requests with version 3 and above must contain "
+                                   "exactly one record batch")
+            header = validate_batch(records)
+        except CorruptRecordError as exc:
+            raise service_error(exc) from None
+        if header.is_control:
+            raise ServiceError(ErrorCode.invalid_record,
+                               "Clients are not allowed to write control records")
+        cfg = plog.config
+        if acks == -1 and cfg.min_insync_replicas > 1:
+            # One broker is the whole ISR: acks=all cannot meet a larger min.insync.replicas.
+            raise ServiceError(ErrorCode.not_enough_replicas,
+                               f"The size of the current ISR Set(1) is insufficient to satisfy "
+                               f"the min.isr requirement of {cfg.min_insync_replicas} for "
+                               f"partition {topic}-{partition}")
+        try:
+            if cfg.compact and any(r.key is None for r in decode_records(records)):
+                raise ServiceError(ErrorCode.invalid_record,
+                                   "Compacted topic cannot accept message without key in topic "
+                                   f"partition {topic}-{partition}.")
+            if cfg.compression >= 0 and header.compression != cfg.compression:
+                records, header = _recompress(records, header, cfg.compression)
+            info, fut = plog.append_nowait(records, [header])
+        except Exception as exc:  # noqa: BLE001 - mapped to Kafka's code
+            raise service_error(exc) from None
+        return info if fut is None else _durable(info, fut)
+
+    # Fetch -------------------------------------------------------------------------------------
+    def fetch(self, topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]]
+              ) -> FetchSession:
+        """Resolve the requested partitions once: (name, or id when name is None, partitions
+        with ``partition``, ``fetch_offset`` and ``partition_max_bytes``)."""
+        return FetchSession(self._logs, topics)
+
+    # ListOffsets / OffsetForLeaderEpoch / DeleteRecords ----------------------------------------
+    async def list_offset(self, topic: str, partition: int, timestamp: int
+                          ) -> tuple[int, int, int]:
+        """(timestamp, offset, leader epoch) as Kafka answers ListOffsets."""
+        plog = self._partition(topic, partition)
+        if timestamp >= 0 or timestamp == MAX_TIMESTAMP:
+            # Reads a batch from the segment file: keep it off the event loop.
+            return await asyncio.to_thread(_lookup, plog, timestamp)
+        return _lookup(plog, timestamp)
+
+    def end_offset_for_epoch(self, topic: str, partition: int, current_leader_epoch: int,
+                             leader_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset): one leader epoch, 0, since offset 0 on a single node."""
+        plog = self._partition(topic, partition)
+        if current_leader_epoch > LEADER_EPOCH:
+            raise ServiceError(ErrorCode.unknown_leader_epoch)
+        if leader_epoch == LEADER_EPOCH:
+            return LEADER_EPOCH, plog.log_end_offset
+        return -1, -1
+
+    async def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Move the log start offset forward; the new low watermark."""
+        self._partition(topic, partition)
+        if self._internal(topic):
+            raise ServiceError(ErrorCode.invalid_topic_exception,
+                               f"Cannot delete records of internal topic {topic}")
+        try:
+            return await self._logs.delete_records(topic, partition, offset)
+        except OffsetOutOfRangeError as exc:
+            raise service_error(exc) from None
+
+    async def allocate_producer_id(self) -> int:
+        return await self._logs.allocate_producer_id()
+
+
+async def _durable(info: AppendInfo, fut: asyncio.Future) -> AppendInfo:
+    await fut
+    return info
+
+
+def _recompress(records: bytes, header: Any, codec: int) -> tuple[bytes, Any]:
+    """A topic with compression.type other than 'producer' stores batches in its own codec."""
+    batch = build_batch(decode_records(records), base_offset=header.base_offset,
+                        compression=codec, producer_id=header.producer_id,
+                        producer_epoch=header.producer_epoch,
+                        base_sequence=header.base_sequence,
+                        transactional=header.is_transactional,
+                        timestamp_type=header.timestamp_type,
+                        partition_leader_epoch=header.partition_leader_epoch)
+    return batch, parse_batch_header(batch)
+
+
+def _lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int, int]:
+    if timestamp == LATEST:
+        return -1, plog.log_end_offset, LEADER_EPOCH
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, plog.log_start_offset, LEADER_EPOCH
+    if timestamp == LATEST_TIERED:
+        return -1, -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = plog.max_timestamp_offset()
+    elif timestamp < 0:
+        raise ServiceError(ErrorCode.invalid_request)
+    else:
+        found = plog.offset_for_timestamp(timestamp)
+    if found is None:
+        return -1, -1, -1
+    offset, ts = found
+    return ts, offset, LEADER_EPOCH
+
+
+# Fetch sessions ----------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class PartitionRead:
+    """One partition of a Fetch answer as of now."""
+
+    partition: int
+    error: ErrorCode
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: LogSlice | None = None
+
+
+@dataclass(slots=True)
+class _Target:
+    request: Any  # partition, fetch_offset, partition_max_bytes
+    plog: PartitionLog | None
+    error: ErrorCode
+
+
+class FetchSession:
+    """The partitions of one Fetch request, resolved once; ``read`` reads them as of now and
+    ``wait`` sleeps until one of them is appended to (long poll)."""
+
+    def __init__(self, logs: LogManager,
+                 topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]]) -> None:
+        self.topics: list[list[_Target]] = []
+        self.logs: list[PartitionLog] = []
+        self.has_error = False
+        for name, topic_id, partitions in topics:
+            info: TopicInfo | None
+            if name is None:
+                info = logs.topic_by_id(topic_id) if topic_id is not None else None
+                missing = ErrorCode.unknown_topic_id
+            else:
+                info = logs.topic(name)
+                missing = ErrorCode.unknown_topic_or_partition
+            targets = []
+            for p in partitions:
+                plog = logs.get_partition(info.name, p.partition) if info is not None else None
+                if plog is None:
+                    self.has_error = True
+                    targets.append(_Target(p, None, missing if info is None
+                                           else ErrorCode.unknown_topic_or_partition))
+                else:
+                    self.logs.append(plog)
+                    targets.append(_Target(p, plog, ErrorCode.none))
+            self.topics.append(targets)
+
+    def read(self, max_bytes: int) -> tuple[list[list[PartitionRead]], int, bool]:
+        """(reads per topic, record bytes, any partition error); at least one batch is returned
+        even above ``max_bytes`` so consumers make progress (KIP-74)."""
+        remaining = max_bytes
+        min_one = True
+        total = 0
+        error = self.has_error
+        out: list[list[PartitionRead]] = []
+        for targets in self.topics:
+            reads = []
+            for t in targets:
+                p, plog = t.request, t.plog
+                if plog is not None and plog.closed:  # deleted while we waited
+                    plog = None
+                    t.error = ErrorCode.unknown_topic_or_partition
+                    error = True
+                if plog is None:
+                    reads.append(PartitionRead(p.partition, t.error))
+                    continue
+                try:
+                    limit = max(min(p.partition_max_bytes, remaining), 0)
+                    slice_ = plog.read(p.fetch_offset, limit, min_one=min_one)
+                except OffsetOutOfRangeError:
+                    reads.append(PartitionRead(p.partition, ErrorCode.offset_out_of_range))
+                    error = True
+                    continue
+                if slice_ is not None:
+                    min_one = False
+                    remaining -= slice_.size
+                    total += slice_.size
+                reads.append(PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
+                                           plog.log_start_offset, slice_))
+            out.append(reads)
+        return out, total, error
+
+    @property
+    def any_closed(self) -> bool:
+        return any(p.closed for p in self.logs)
+
+    async def wait(self, timeout: float) -> None:
+        """Return when any partition is appended to, or after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        for plog in self.logs:
+            plog.add_waiter(fut)
+        timer = loop.call_later(max(timeout, 0), _resolve, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            for plog in self.logs:
+                plog.remove_waiter(fut)
+
+
+def _resolve(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)

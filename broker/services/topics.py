@@ -1,0 +1,228 @@
+"""Topic administration: lookup, auto-creation, create/delete, partitions and configs.
+
+Every refusal is a :class:`ServiceError` carrying Kafka's error code and message.
+Internal topics (``__consumer_offsets``) cannot be deleted or grown by clients: the group
+coordinator owns them (see ``INTERNAL_TOPIC_REFUSED``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
+from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
+
+from .config_entries import topic_config_entries
+from .errors import ServiceError, unknown_partition
+
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+ZERO_UUID = uuid.UUID(int=0)
+# Kafka checks no internal-topic rule for DeleteTopics/CreatePartitions; it relies on ACLs, and
+# a cluster that protects __consumer_offsets answers TOPIC_AUTHORIZATION_FAILED. kafkette has no
+# authorizer and its coordinator cannot survive losing the topic, so it always answers that.
+INTERNAL_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+
+
+def valid_topic_name(name: str) -> bool:
+    return bool(_LEGAL_TOPIC.fullmatch(name)) and name not in (".", "..")
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic as CreateTopics would create it (defaults resolved)."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+    topic_id: uuid.UUID = ZERO_UUID
+
+
+class TopicService:
+    def __init__(self, logs: LogManager, config: Any) -> None:
+        self._logs = logs
+        self._config = config
+        self._create_lock = asyncio.Lock()
+
+    # Lookup ------------------------------------------------------------------------------------
+    def get(self, name: str) -> TopicInfo | None:
+        return self._logs.topic(name)
+
+    def get_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._logs.topic_by_id(topic_id)
+
+    def all(self) -> list[TopicInfo]:
+        return self._logs.topics()
+
+    def require(self, name: str) -> TopicInfo:
+        info = self._logs.topic(name)
+        if info is None:
+            raise unknown_partition()
+        return info
+
+    async def lookup(self, name: str, *, auto_create: bool) -> TopicInfo:
+        """The topic, created with ``num.partitions`` when missing and ``auto_create``
+        (and ``auto.create.topics.enable``) allow it (Metadata)."""
+        info = self._logs.topic(name)
+        if info is not None:
+            return info
+        if not (auto_create and self._config.get_bool("auto.create.topics.enable")):
+            raise unknown_partition()
+        if not valid_topic_name(name):
+            raise ServiceError(ErrorCode.invalid_topic_exception)
+        async with self._create_lock:
+            existing = self._logs.topic(name)
+            if existing is not None:
+                return existing
+            try:
+                return await self._logs.create_topic(name, self._config.get_int("num.partitions"))
+            except TopicExistsError:
+                return self.require(name)
+
+    # CreateTopics ------------------------------------------------------------------------------
+    async def create(self, name: str, partitions: int, replication_factor: int,
+                     assignments: Sequence[Sequence[int]], configs: Mapping[str, str | None],
+                     *, validate_only: bool) -> NewTopic:
+        topic = self._check_new(name, partitions, replication_factor, assignments, configs)
+        if validate_only:
+            return topic
+        try:
+            info = await self._logs.create_topic(name, topic.partitions, topic.configs)
+        except TopicExistsError:
+            raise ServiceError(ErrorCode.topic_already_exists,
+                               f"Topic '{name}' already exists.") from None
+        return NewTopic(name, topic.partitions, topic.replication_factor, topic.configs,
+                        info.topic_id)
+
+    def _check_new(self, name: str, partitions: int, rf: int,
+                   assignments: Sequence[Sequence[int]],
+                   configs: Mapping[str, str | None]) -> NewTopic:
+        node = self._config.node_id
+        if not valid_topic_name(name):
+            raise ServiceError(
+                ErrorCode.invalid_topic_exception,
+                f"Topic name '{name}' is illegal, it contains a character other than ASCII "
+                "alphanumerics, '.', '_' and '-'" if name else
+                "Topic name is illegal, it can't be empty")
+        if self._logs.topic(name) is not None:
+            raise ServiceError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        other = self._collides(name)
+        if other is not None:
+            raise ServiceError(ErrorCode.invalid_topic_exception,
+                               f"Topic '{name}' collides with existing topic: {other}")
+        if assignments:
+            if partitions != -1 or rf != -1:
+                raise ServiceError(
+                    ErrorCode.invalid_request,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.")
+            if any(tuple(replicas) != (node,) for replicas in assignments):
+                raise ServiceError(
+                    ErrorCode.invalid_replica_assignment,
+                    f"The manual partition assignment includes broker(s) other than {node}.")
+            partitions, rf = len(assignments), 1
+        if partitions == -1:
+            partitions = self._config.get_int("num.partitions")
+        if partitions <= 0:
+            raise ServiceError(ErrorCode.invalid_partitions,
+                               "Number of partitions was set to an invalid non-positive value.")
+        if rf == -1:
+            rf = self._config.get_int("default.replication.factor")
+        if rf <= 0:
+            raise ServiceError(
+                ErrorCode.invalid_replication_factor,
+                "Replication factor must be larger than 0, or -1 to use the default value.")
+        if rf > 1:
+            raise ServiceError(
+                ErrorCode.invalid_replication_factor,
+                f"Unable to replicate the partition {rf} time(s): The target replication factor "
+                f"of {rf} cannot be reached because only 1 broker(s) are registered.")
+        return NewTopic(name, partitions, rf, _validated(configs))
+
+    def _collides(self, name: str) -> str | None:
+        norm = name.replace(".", "_")
+        for t in self._logs.topics():
+            if t.name != name and t.name.replace(".", "_") == norm:
+                return t.name
+        return None
+
+    # DeleteTopics ------------------------------------------------------------------------------
+    async def delete(self, name: str | None, topic_id: uuid.UUID | None) -> TopicInfo:
+        """Delete a topic given by name, or by id when no name is given; returns what it was."""
+        if name is None and topic_id is not None and topic_id != ZERO_UUID:
+            info = self._logs.topic_by_id(topic_id)
+            if info is None:
+                raise ServiceError(ErrorCode.unknown_topic_id,
+                                   "This server does not host this topic ID.")
+        else:
+            info = self._logs.topic(name) if name is not None else None
+            if info is None:
+                raise unknown_partition()
+        if self._config.get("delete.topic.enable", "true").lower() != "true":
+            raise ServiceError(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
+        if info.internal:
+            raise ServiceError(INTERNAL_TOPIC_REFUSED,
+                               f"Internal topic {info.name} cannot be deleted.")
+        await self._logs.delete_topic(info.name)
+        return info
+
+    # CreatePartitions --------------------------------------------------------------------------
+    async def add_partitions(self, name: str, count: int,
+                             assignments: Sequence[Sequence[int]] | None,
+                             *, validate_only: bool) -> None:
+        info = self.require(name)
+        node = self._config.node_id
+        if info.internal:
+            raise ServiceError(INTERNAL_TOPIC_REFUSED,
+                               f"The number of partitions of internal topic {name} cannot change.")
+        if count < info.partitions:
+            raise ServiceError(ErrorCode.invalid_partitions, (
+                f"Topic currently has {info.partitions} partitions, which is higher than the "
+                f"requested {count}."))
+        if count == info.partitions:
+            raise ServiceError(ErrorCode.invalid_partitions,
+                               f"Topic already has {info.partitions} partitions.")
+        if assignments is not None and (
+                len(assignments) != count - info.partitions
+                or any(tuple(replicas) != (node,) for replicas in assignments)):
+            raise ServiceError(ErrorCode.invalid_replica_assignment, (
+                f"Attempted to add {count - info.partitions} additional partition(s), but only "
+                f"{len(assignments)} assignment(s) were specified on broker {node}."))
+        if not validate_only:
+            await self._logs.create_partitions(name, count)
+
+    # Configs -----------------------------------------------------------------------------------
+    def config_entries(self, name: str, keys: set[str] | None = None) -> list[dict[str, Any]]:
+        """Every config of the topic (or only ``keys``) with value, source and synonyms."""
+        info = self._logs.topic(name)
+        if info is None:
+            raise ServiceError(ErrorCode.unknown_topic_or_partition,
+                               f"The topic '{name}' does not exist.")
+        return topic_config_entries(dict(info.configs), self._config, keys)
+
+    def new_topic_config_entries(self, topic: NewTopic) -> list[dict[str, Any]]:
+        """What CreateTopics v5+ reports for a topic it created (or would create)."""
+        return topic_config_entries(topic.configs, self._config)
+
+    async def alter_configs(self, name: str,
+                            change: Callable[[dict[str, str]], Mapping[str, str | None]],
+                            *, validate_only: bool) -> None:
+        """Replace the topic's overrides with ``change(current overrides)``, validated."""
+        info = self.require(name)
+        overrides = _validated(change(dict(info.configs)))
+        if not validate_only:
+            await self._logs.alter_topic_configs(info.name, overrides)
+
+
+def _validated(configs: Mapping[str, str | None]) -> dict[str, str]:
+    try:
+        return validate_topic_configs(configs)
+    except InvalidConfigError as exc:
+        raise ServiceError(ErrorCode.invalid_config, str(exc)) from None

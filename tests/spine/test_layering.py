@@ -1,0 +1,161 @@
+"""Imports point one way: protocol <- storage / coordinator <- broker, and no import circles.
+
+Every import statement of every project module counts, including ``TYPE_CHECKING`` blocks and
+imports inside functions: a circle hidden in a function is still a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("protocol", "storage", "coordinator", "broker", "pipeline")
+
+# What each top-level package may import from the project besides itself.
+ALLOWED = {
+    "protocol": set(),
+    "storage": {"protocol"},
+    "coordinator": {"protocol"},
+    "pipeline": {"protocol"},
+    "broker": {"protocol", "storage", "coordinator", "pipeline"},
+}
+# Inside broker/: handlers and services never reach back up to the server or the connection.
+FORBIDDEN_INSIDE_BROKER = {
+    "broker.handlers": ("broker.server", "broker.connection", "broker.cli", "broker.testing",
+                        "broker.admin_cli"),
+    "broker.services": ("broker.handlers", "broker.context", "broker.registry",
+                        "broker.connection", "broker.server", "broker.responses", "broker.cli",
+                        "broker.testing"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name (without the ``kafkette.`` prefix) -> file, for every project module."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom | ast.Import,
+             known: dict[str, Path]) -> set[str]:
+    targets: set[str] = set()
+
+    def add(name: str) -> None:
+        if name.startswith("kafkette."):
+            name = name[len("kafkette."):]
+        if name in known:
+            targets.add(name)
+
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            add(alias.name)
+        return targets
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        prefix = ".".join(base + ([node.module] if node.module else []))
+    else:
+        prefix = node.module or ""
+    for alias in node.names:
+        full = f"{prefix}.{alias.name}".removeprefix("kafkette.")
+        if full in known:  # ``from package import submodule``
+            targets.add(full)
+        else:
+            add(prefix)
+    return targets
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = _modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_package = path.name == "__init__.py"
+        edges: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges |= _resolve(module, is_package, node, known)
+        edges.discard(module)
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_sees_the_imports_it_must() -> None:
+    graph = import_graph()
+    # Sanity: relative, absolute, TYPE_CHECKING-only and function-level imports are all seen.
+    assert "broker.services" in graph["broker.server"]
+    assert "protocol.records" in graph["storage.log"]
+    assert "broker.handlers" in graph["broker.server"]
+    assert "broker.api_versions" in graph["broker.handlers"]
+    assert "pipeline.cli" in graph["broker.cli"]  # imported inside a function
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_packages_import_only_downwards() -> None:
+    wrong = []
+    for module, targets in import_graph().items():
+        top = module.split(".")[0]
+        for target in targets:
+            target_top = target.split(".")[0]
+            if target_top != top and target_top not in ALLOWED[top]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_handlers_and_services_never_import_upwards() -> None:
+    wrong = []
+    for module, targets in import_graph().items():
+        for prefix, forbidden in FORBIDDEN_INSIDE_BROKER.items():
+            if module == prefix or module.startswith(prefix + "."):
+                wrong += [f"{module} -> {t}" for t in targets
+                          if any(t == f or t.startswith(f + ".") for f in forbidden)]
+    assert wrong == []
