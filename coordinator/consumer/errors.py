@@ -5,6 +5,7 @@ Fold these into ``coordinator/errors.py`` when the runtime rewrite has landed.
 
 from __future__ import annotations
 
+from kafkette.coordinator.assignor.spec import PartitionAssignorError
 from kafkette.coordinator.errors import CoordinatorError
 
 FENCED_MEMBER_EPOCH = 110
@@ -12,10 +13,6 @@ UNRELEASED_INSTANCE_ID = 111
 UNSUPPORTED_ASSIGNOR = 112
 STALE_MEMBER_EPOCH = 113
 INVALID_REGULAR_EXPRESSION = 128
-
-
-class PartitionAssignorError(Exception):
-    """An assignor could not compute an assignment (the heartbeat answers UNKNOWN_SERVER_ERROR)."""
 
 
 __all__ = [

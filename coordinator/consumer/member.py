@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from kafkette.coordinator.assignor.spec import Assignment, make_assignment
 from kafkette.protocol.consumer_group_records import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -18,10 +19,6 @@ from kafkette.protocol.consumer_group_records import (
     ConsumerGroupTargetAssignmentMemberValue,
     TopicPartitions,
 )
-
-# topic id -> partitions; values are frozensets and the dicts are never mutated after creation
-Assignment = Mapping[uuid.UUID, frozenset[int]]
-EMPTY: Assignment = {}
 
 
 class MemberState(enum.IntEnum):
@@ -36,11 +33,6 @@ class MemberState(enum.IntEnum):
             return cls(value)
         except ValueError:
             return cls.UNKNOWN
-
-
-def make_assignment(items: Mapping[uuid.UUID, Iterable[int]]) -> Assignment:
-    """Normalized assignment: frozenset values, topics with no partitions dropped."""
-    return {tid: frozenset(ps) for tid, ps in items.items() if ps}
 
 
 def assignment_from_records(tps: Iterable[TopicPartitions]) -> Assignment:
