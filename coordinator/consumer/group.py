@@ -151,9 +151,13 @@ class ConsumerGroup:
         return subscription_type(self._members_with(updated, removed))
 
     def subscribed_topic_names(self, updated: ConsumerGroupMember | None = None,
-                               removed: str | None = None) -> Counter[str]:
-        """Topic name -> number of members subscribing (names and resolved regexes)."""
-        resolved = {r: v.topics for r, v in self.resolved_regexes.items()}
+                               removed: str | None = None,
+                               resolved: Mapping[str, frozenset[str]] | None = None
+                               ) -> Counter[str]:
+        """Topic name -> number of members subscribing (names and resolved regexes);
+        ``resolved`` overrides the group's resolved regexes."""
+        if resolved is None:
+            resolved = {r: v.topics for r, v in self.resolved_regexes.items()}
         counts: Counter[str] = Counter()
         for member in self._members_with(updated, removed).values():
             counts.update(subscribed_topic_names(member, resolved))
@@ -168,11 +172,12 @@ class ConsumerGroup:
 
     def compute_subscription_metadata(self, lookup: TopicLookup,
                                       updated: ConsumerGroupMember | None = None,
-                                      removed: str | None = None
+                                      removed: str | None = None,
+                                      resolved: Mapping[str, frozenset[str]] | None = None
                                       ) -> dict[str, cgr.TopicMetadata]:
         """Metadata (id, partition count) of every existing topic the members subscribe to."""
         result: dict[str, cgr.TopicMetadata] = {}
-        for name in sorted(self.subscribed_topic_names(updated, removed)):
+        for name in sorted(self.subscribed_topic_names(updated, removed, resolved)):
             found = lookup(name)
             if found is not None:
                 result[name] = cgr.TopicMetadata(found[0], name, found[1])
