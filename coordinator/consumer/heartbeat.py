@@ -431,3 +431,20 @@ def fence_member(group: ConsumerGroup, member_id: str, lookup: TopicLookup) -> l
         out.append(records.subscription_metadata(group.group_id, probe_metadata))
     out.append(records.group_epoch(group.group_id, group.group_epoch + 1))
     return out
+
+
+def rebalance_timeout_expired(group: ConsumerGroup | None, member_id: str, member_epoch: int,
+                              lookup: TopicLookup) -> list[Record]:
+    """The rebalance timer armed when the member entered UNREVOKED_PARTITIONS at
+    ``member_epoch`` fired: fence it if it is still there, at that epoch, still revoking."""
+    member = group.members.get(member_id) if group is not None else None
+    if (member is None or member.member_epoch != member_epoch
+            or member.state != MemberState.UNREVOKED_PARTITIONS):
+        return []
+    return fence_member(group, member_id, lookup)  # type: ignore[arg-type]
+
+
+def session_timeout_expired(group: ConsumerGroup | None, member_id: str,
+                            lookup: TopicLookup) -> list[Record]:
+    """The session timer of the member fired: fence it (static members at -2 included)."""
+    return [] if group is None else fence_member(group, member_id, lookup)
