@@ -17,6 +17,7 @@ partition stays with its current owner unless balance needs it elsewhere).
 
 from __future__ import annotations
 
+import heapq
 import uuid
 
 from .spec import (
@@ -109,8 +110,11 @@ def _heterogeneous(spec: GroupSpec, member_ids: list[str], counts: dict[uuid.UUI
                    retained: dict[str, list[TopicPartition]]) -> dict[str, list[TopicPartition]]:
     subscribers = {tid: [m for m in member_ids if tid in spec.members[m].subscribed_topic_ids]
                    for tid in counts}
-    assigned = {m: list(retained[m]) for m in member_ids}
-    load = {m: len(assigned[m]) for m in member_ids}
+    held: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in member_ids}
+    for member_id in member_ids:
+        for tid, p in retained[member_id]:
+            held[member_id].setdefault(tid, set()).add(p)
+    load = {m: len(retained[m]) for m in member_ids}
     rank = {m: i for i, m in enumerate(member_ids)}
 
     # topics with the fewest candidates per partition first: they have the least freedom
@@ -120,10 +124,16 @@ def _heterogeneous(spec: GroupSpec, member_ids: list[str], counts: dict[uuid.UUI
     for tid, p in _unowned(counts, retained):
         free_by_topic.setdefault(tid, []).append(p)
     for tid in order:
-        for p in free_by_topic.get(tid, ()):
-            member_id = min(subscribers[tid], key=lambda m: (load[m], rank[m]))
-            assigned[member_id].append((tid, p))
+        if not free_by_topic.get(tid):
+            continue
+        # least loaded subscriber first, ties by member id; only this topic changes loads here
+        heap = [(load[m], rank[m], m) for m in subscribers[tid]]
+        heapq.heapify(heap)
+        for p in free_by_topic[tid]:
+            _, r, member_id = heapq.heappop(heap)
+            held[member_id].setdefault(tid, set()).add(p)
             load[member_id] += 1
+            heapq.heappush(heap, (load[member_id], r, member_id))
 
     moved = True
     while moved:
@@ -133,7 +143,7 @@ def _heterogeneous(spec: GroupSpec, member_ids: list[str], counts: dict[uuid.UUI
             if len(subs) < 2:
                 continue
             while True:
-                holders = [m for m in subs if any(t == tid for t, _ in assigned[m])]
+                holders = [m for m in subs if held[m].get(tid)]
                 if not holders:
                     break
                 donor = max(holders, key=lambda m: (load[m], -rank[m]))
@@ -141,10 +151,11 @@ def _heterogeneous(spec: GroupSpec, member_ids: list[str], counts: dict[uuid.UUI
                 if load[donor] - load[taker] <= 1:
                     break
                 # give away the donor's highest partition of this topic
-                tp = max(tp for tp in assigned[donor] if tp[0] == tid)
-                assigned[donor].remove(tp)
-                assigned[taker].append(tp)
+                partitions = held[donor][tid]
+                p = max(partitions)
+                partitions.discard(p)
+                held[taker].setdefault(tid, set()).add(p)
                 load[donor] -= 1
                 load[taker] += 1
                 moved = True
-    return assigned
+    return {m: [(tid, p) for tid, ps in held[m].items() for p in ps] for m in member_ids}
