@@ -14,7 +14,7 @@ import enum
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
 
 from kafkette.coordinator.assignor.spec import Assignment, SubscriptionType
@@ -366,3 +366,18 @@ class ConsumerGroup:
                                                cgr.ConsumerGroupValue | None]]) -> None:
         for key, value in items:
             self.replay(key, value)
+
+
+def replay_record(groups: MutableMapping[str, ConsumerGroup], key: cgr.ConsumerGroupKey,
+                  value: cgr.ConsumerGroupValue | None) -> None:
+    """Replay one consumer-group record into a shard's map of consumer groups: the first record
+    of an unknown group creates it, the type-3 tombstone removes it (after its checks), other
+    tombstones of unknown groups are ignored (a compacted log keeps some)."""
+    group = groups.get(key.group)
+    if group is None:
+        if value is None:
+            return
+        group = groups[key.group] = ConsumerGroup(key.group)
+    group.replay(key, value)
+    if value is None and isinstance(key, cgr.ConsumerGroupMetadataKey):
+        del groups[key.group]

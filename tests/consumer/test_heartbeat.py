@@ -17,7 +17,11 @@ from kafkette.coordinator.consumer.errors import (
     UNRELEASED_INSTANCE_ID,
     UNSUPPORTED_ASSIGNOR,
 )
-from kafkette.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
+from kafkette.coordinator.consumer.group import (
+    ConsumerGroup,
+    ConsumerGroupState,
+    replay_record,
+)
 from kafkette.coordinator.consumer.heartbeat import (
     HeartbeatRequest,
     HeartbeatSettings,
@@ -56,14 +60,7 @@ class Shard:
         for key, value in recs:
             key = cgr.decode_key(cgr.encode_key(key))
             value = cgr.decode_value(key, None if value is None else cgr.encode_value(value))
-            group = self.groups.get(key.group)
-            if group is None:
-                if value is None:
-                    continue
-                group = self.groups[key.group] = ConsumerGroup(key.group)
-            group.replay(key, value)
-            if isinstance(key, cgr.ConsumerGroupMetadataKey) and value is None:
-                del self.groups[key.group]
+            replay_record(self.groups, key, value)
 
     def hb(self, member_id, epoch, group="g", **fields):
         request = HeartbeatRequest(group, member_id, epoch, **fields)
@@ -316,3 +313,15 @@ def test_random_clients_never_own_a_partition_twice_and_converge(seed):
     subscribed = {t for c in group.members.values() for t in c.subscribed_topic_names}
     expected = sum(shard.topics[t][1] for t in subscribed)
     assert len(owned) == len(set(owned)) == expected
+
+
+def test_group_deletion_through_tombstones_removes_it_from_the_shard():
+    shard = Shard()
+    shard.join("m1")
+    shard.hb("m1", -1)
+    group = shard.groups["g"]
+    group.validate_delete()
+    shard.apply(group.tombstones())
+    assert "g" not in shard.groups
+    shard.apply(group.tombstones())  # replaying tombstones of a gone group is harmless
+    assert "g" not in shard.groups
