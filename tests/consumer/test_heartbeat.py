@@ -325,3 +325,55 @@ def test_group_deletion_through_tombstones_removes_it_from_the_shard():
     assert "g" not in shard.groups
     shard.apply(group.tombstones())  # replaying tombstones of a gone group is harmless
     assert "g" not in shard.groups
+
+
+def test_subscription_change_triggers_a_new_target_with_kafkas_records():
+    shard = Shard()
+    shard.join("m1", ("foo",))
+    result = shard.hb("m1", 1, subscribed_topic_names=("foo", "bar"))
+    assert kinds(result) == ["MemberMetadata", "PartitionMetadata", "Metadata",
+                             "TargetAssignmentMember", "TargetAssignmentMetadata",
+                             "CurrentMemberAssignment"]
+    assert result.member_epoch == 2
+    assert result.assignment == make_assignment({FOO: range(6), BAR: range(3)})
+
+
+def test_rack_or_client_change_writes_the_member_only():
+    shard = Shard()
+    shard.join("m1", client_id="a")
+    result = shard.hb("m1", 1, rack_id="r2", rebalance_timeout_ms=1000, server_assignor="range")
+    assert kinds(result) == ["MemberMetadata"] and shard.groups["g"].group_epoch == 1
+    member = shard.groups["g"].members["m1"]
+    assert (member.rack_id, member.rebalance_timeout_ms, member.server_assignor) == ("r2", 1000, "range")
+
+
+def test_member_without_topics_joins_without_a_rebalance():
+    shard = Shard()
+    shard.join("m1")
+    joined = shard.join("m2", ())
+    assert kinds(joined) == ["MemberMetadata", "CurrentMemberAssignment"]
+    assert joined.member_epoch == 1 and joined.assignment == {}
+    assert shard.groups["g"].group_epoch == 1
+
+
+def test_new_static_member_bumps_and_rejoin_with_new_topics_bumps_once():
+    shard = Shard()
+    shard.join("a", ("foo",), instance_id="i1")
+    joined = shard.join("b", ("foo",), instance_id="i2")
+    assert joined.member_epoch == 2
+    shard.hb("b", 2, instance_id="i2", owned={})
+    shard.hb("b", -2, instance_id="i2")
+    back = shard.join("b2", ("foo", "bar"), instance_id="i2")
+    assert kinds(back)[:6] == ["CurrentMemberAssignment-", "TargetAssignmentMember-",
+                               "MemberMetadata-", "MemberMetadata", "TargetAssignmentMember",
+                               "CurrentMemberAssignment"]
+    assert back.member_epoch == 3 and shard.groups["g"].group_epoch == 3
+    assert BAR in shard.groups["g"].target["b2"]
+
+
+def test_unknown_static_member_leaving():
+    shard = Shard()
+    shard.join("a", instance_id="i1")
+    assert error(lambda: shard.hb("a", -2, instance_id="nope"))[0] == UNKNOWN_MEMBER_ID
+    assert error(lambda: shard.hb("x", -1, instance_id="i1"))[0] == FENCED_INSTANCE_ID
+    assert error(lambda: shard.hb("x", -1))[0] == UNKNOWN_MEMBER_ID
