@@ -1,0 +1,126 @@
+"""Pure pieces of classic <-> consumer group migration (KIP-848 §6).
+
+Upgrade: a non-empty classic group using the ``consumer`` protocol type becomes a consumer
+group at its generation, every classic member a STABLE member whose current and target
+assignment is its last classic assignment (Kafka's ConsumerGroup.fromClassicGroup and
+createConsumerGroupRecords). Classic members of a consumer group receive their assigned
+partitions as a ConsumerProtocolAssignment in the version of their subscription metadata.
+The classic group objects stay the runtime's: callers pass plain member views.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
+from kafkette.protocol import consumer_protocol as cp
+from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
+
+from . import records
+from .member import Assignment, ConsumerGroupMember, MemberState, make_assignment
+from .records import Record
+
+TopicIdOf = Callable[[str], "uuid.UUID | None"]
+TopicNameOf = Callable[[uuid.UUID], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberView:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, subscription metadata) as joined
+    assignment: bytes  # its last SyncGroup assignment (ConsumerProtocolAssignment)
+
+
+def upgrade_refusal(*, policy_allows: bool, protocol_type: str | None, size: int,
+                    max_size: int) -> str | None:
+    """Why a non-empty classic group cannot be upgraded online (None = it can)."""
+    if not policy_allows:
+        return "the online upgrade is disabled"
+    if protocol_type != "consumer":
+        return "the group does not use the consumer embedded protocol"
+    if size > max_size:
+        return "the group size exceeds the consumer group maximum size"
+    return None
+
+
+def _assignment(data: bytes, topic_id_of: TopicIdOf) -> tuple[Assignment, bool]:
+    """(partitions by topic id, whether it carries user data); unknown topics are dropped."""
+    if not data:
+        return {}, False
+    _, decoded = cp.decode_assignment(data)
+    by_id: dict[uuid.UUID, set[int]] = {}
+    for topic, partitions in decoded.assigned_partitions:
+        topic_id = topic_id_of(topic)
+        if topic_id is not None:
+            by_id.setdefault(topic_id, set()).update(partitions)
+    return make_assignment(by_id), bool(decoded.user_data)
+
+
+def members_from_classic(group_id: str, generation: int, protocol_name: str,
+                         members: Iterable[ClassicMemberView], topic_id_of: TopicIdOf
+                         ) -> list[ConsumerGroupMember]:
+    """The consumer-group members of an upgraded classic group, sorted by member id.
+
+    GROUP_ID_NOT_FOUND when an embedded protocol does not decode, or when an assignment
+    carries user data (a custom client-side assignor: KAFKA-18134 refuses the upgrade)."""
+    out = []
+    for m in sorted(members, key=lambda v: v.member_id):
+        metadata = dict(m.protocols).get(protocol_name, b"")
+        try:
+            _, subscription = cp.decode_subscription(metadata)
+            assigned, has_user_data = _assignment(m.assignment, topic_id_of)
+        except cp.ConsumerProtocolError as exc:
+            raise CoordinatorError(GROUP_ID_NOT_FOUND, (
+                f"Cannot upgrade the classic group {group_id} to consumer group because the "
+                "embedded consumer protocol is malformed.")) from exc
+        if has_user_data:
+            raise CoordinatorError(GROUP_ID_NOT_FOUND, (
+                f"Cannot upgrade the classic group {group_id} to consumer group because an "
+                "assignment carries user data (a custom client-side assignor)."))
+        out.append(ConsumerGroupMember(
+            m.member_id, member_epoch=generation, previous_member_epoch=generation,
+            state=MemberState.STABLE, instance_id=m.instance_id, rack_id=subscription.rack_id,
+            rebalance_timeout_ms=m.rebalance_timeout_ms, client_id=m.client_id,
+            client_host=m.client_host, subscribed_topic_names=frozenset(subscription.topics),
+            assigned_partitions=assigned,
+            classic_member_metadata=ClassicMemberMetadata(
+                m.session_timeout_ms, tuple(ClassicProtocol(n, md) for n, md in m.protocols))))
+    return out
+
+
+def upgrade_records(group_id: str, generation: int, members: list[ConsumerGroupMember]
+                    ) -> list[Record]:
+    """Records creating the consumer group (after the classic GroupMetadata tombstone):
+    member subscriptions, group epoch, targets (= current assignments), target epoch, current
+    assignments — Kafka's order."""
+    return ([records.member_subscription(group_id, m) for m in members]
+            + [records.group_epoch(group_id, generation)]
+            + [records.target_member(group_id, m.member_id, m.assigned_partitions)
+               for m in members]
+            + [records.target_epoch(group_id, generation)]
+            + [records.current_assignment(group_id, m) for m in members])
+
+
+def classic_assignment_bytes(member: ConsumerGroupMember, name_of: TopicNameOf) -> bytes:
+    """SyncGroup assignment of a classic member of a consumer group: its assigned partitions,
+    in the ConsumerProtocolAssignment version of its (first) subscription metadata."""
+    version = cp.HIGHEST_VERSION
+    meta = member.classic_member_metadata
+    if meta is not None and meta.supported_protocols:
+        with contextlib.suppress(cp.ConsumerProtocolError):  # unreadable: answer in v3
+            version = min(cp.decode_subscription(meta.supported_protocols[0].metadata)[0],
+                          cp.HIGHEST_VERSION)
+    partitions = []
+    for topic_id in sorted(member.assigned_partitions):
+        name = name_of(topic_id)
+        if name is not None:
+            partitions.append((name, tuple(sorted(member.assigned_partitions[topic_id]))))
+    return cp.encode_assignment(cp.Assignment(tuple(partitions)), version)
