@@ -68,7 +68,8 @@ class ConsumerGroupMember:
     client_id: str = ""
     client_host: str = ""
     subscribed_topic_names: frozenset[str] = frozenset()
-    subscribed_topic_regex: str | None = None
+    # Kafka's default is "" (written as an empty string, not null); "" and None mean no regex
+    subscribed_topic_regex: str | None = ""
     server_assignor: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
@@ -102,8 +103,8 @@ class ConsumerGroupMember:
                      client_host: str | None = None) -> ConsumerGroupMember:
         """Apply the non-null fields of a ConsumerGroupHeartbeat (null/-1 = unchanged).
 
-        An empty regex string clears the regex (Kafka treats "" as no regex). The classic member
-        metadata is dropped: a heartbeat comes from a consumer-protocol member.
+        An empty regex string clears the regex (kept as "", as Kafka writes it). The classic
+        member metadata is dropped: a heartbeat comes from a consumer-protocol member.
         """
         changes: dict[str, object] = {"classic_member_metadata": None}
         if instance_id is not None:
@@ -115,7 +116,7 @@ class ConsumerGroupMember:
         if subscribed_topic_names is not None:
             changes["subscribed_topic_names"] = frozenset(subscribed_topic_names)
         if subscribed_topic_regex is not None:
-            changes["subscribed_topic_regex"] = subscribed_topic_regex or None
+            changes["subscribed_topic_regex"] = subscribed_topic_regex
         if server_assignor is not None:
             changes["server_assignor"] = server_assignor
         if client_id is not None:
@@ -152,7 +153,7 @@ class ConsumerGroupMember:
             self, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
             client_host=value.client_host,
             subscribed_topic_names=frozenset(value.subscribed_topic_names),
-            subscribed_topic_regex=value.subscribed_topic_regex or None,
+            subscribed_topic_regex=value.subscribed_topic_regex,
             rebalance_timeout_ms=value.rebalance_timeout_ms,
             server_assignor=value.server_assignor,
             classic_member_metadata=value.classic_member_metadata)

@@ -38,7 +38,7 @@ class TargetAssignmentResult:
 def subscribed_topic_names(member: ConsumerGroupMember,
                            resolved_regexes: Mapping[str, frozenset[str]]) -> frozenset[str]:
     """Names the member subscribes to: its list plus what its regex resolved to (if yet)."""
-    if member.subscribed_topic_regex is None:
+    if not member.subscribed_topic_regex:
         return member.subscribed_topic_names
     return member.subscribed_topic_names | resolved_regexes.get(member.subscribed_topic_regex,
                                                                 frozenset())
@@ -49,7 +49,8 @@ def subscription_type(members: Mapping[str, ConsumerGroupMember]) -> Subscriptio
     same single regex and no names; HETEROGENEOUS otherwise (Kafka's ConsumerGroup rule)."""
     if not members:
         return SubscriptionType.HOMOGENEOUS
-    shapes = {(m.subscribed_topic_names, m.subscribed_topic_regex) for m in members.values()}
+    shapes = {(m.subscribed_topic_names, m.subscribed_topic_regex or None)
+              for m in members.values()}
     if len(shapes) > 1:
         return SubscriptionType.HETEROGENEOUS
     names, regex = shapes.pop()

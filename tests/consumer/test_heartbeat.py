@@ -377,3 +377,15 @@ def test_unknown_static_member_leaving():
     assert error(lambda: shard.hb("a", -2, instance_id="nope"))[0] == UNKNOWN_MEMBER_ID
     assert error(lambda: shard.hb("x", -1, instance_id="i1"))[0] == FENCED_INSTANCE_ID
     assert error(lambda: shard.hb("x", -1))[0] == UNKNOWN_MEMBER_ID
+
+
+def test_member_record_of_a_names_only_member_is_byte_exact():
+    # Kafka's member builder defaults SubscribedTopicRegex to "" (not null), so every member
+    # record of a names-only member carries an empty compact string there.
+    shard = Shard()
+    result = shard.join("m1", ("foo",), client_id="c", client_host="/h")
+    key, value = result.records[0]
+    expected = (b"\x00\x00" + b"\x00" + b"\x00" + b"\x02c" + b"\x03/h" + b"\x02" + b"\x04foo"
+                + b"\x01" + (300000).to_bytes(4, "big") + b"\x00" + b"\x00")
+    assert cgr.encode_value(value) == expected
+    assert cgr.encode_key(key) == b"\x00\x05" + b"\x00\x01g" + b"\x00\x02m1"
