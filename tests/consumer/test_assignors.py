@@ -283,3 +283,39 @@ def test_uniform_extra_slots_go_to_members_holding_more():
     for m in current:
         assert pairs(result[m]) <= pairs(current[m])
     assert len(pairs(result["e"])) == 1
+
+
+def test_uniform_heterogeneous_member_and_partitions_added_at_once():
+    subs = {"a": [T[0], T[1]], "b": [T[1], T[2]]}
+    counts = {T[0]: 3, T[1]: 3, T[2]: 3}
+    spec, before = assign(UNIFORM, subs, counts)
+    check_locally_balanced(spec, before)
+    grown = {T[0]: 4, T[1]: 5, T[2]: 3}
+    spec, after = assign(UNIFORM, dict(subs, c=[T[0], T[2]]), grown, before)
+    check_locally_balanced(spec, after)
+    assert sorted(load(after).values()) == [4, 4, 4]
+
+
+def test_uniform_heterogeneous_subscription_removed_keeps_the_rest():
+    subs = {"a": [T[0], T[1]], "b": [T[0], T[1]], "c": [T[1]]}
+    counts = {T[0]: 4, T[1]: 4}
+    _, before = assign(UNIFORM, subs, counts)
+    spec, after = assign(UNIFORM, dict(subs, a=[T[1]]), counts, before)
+    check_locally_balanced(spec, after)
+    assert T[0] not in after["a"]
+    assert {tp for tp in pairs(before["b"]) if tp[0] == T[0]} <= pairs(after["b"])
+
+
+def test_uniform_heterogeneous_more_members_than_partitions():
+    subs = {f"m{i}": [T[i % 2]] for i in range(6)}
+    spec, result = assign(UNIFORM, subs, {T[0]: 1, T[1]: 2})
+    check_locally_balanced(spec, result)
+    assert sorted(load(result).values()) == [0, 0, 0, 1, 1, 1]
+
+
+def test_range_member_removed_and_partition_added():
+    counts = {T[0]: 4}
+    _, before = assign(RANGE, {"a": [T[0]], "b": [T[0]]}, counts)
+    assert before == {"a": make_assignment({T[0]: [0, 1]}), "b": make_assignment({T[0]: [2, 3]})}
+    _, after = assign(RANGE, {"b": [T[0]]}, {T[0]: 5}, before)
+    assert after == {"b": make_assignment({T[0]: range(5)})}
