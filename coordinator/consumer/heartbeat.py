@@ -195,13 +195,15 @@ def _existing_member(group: ConsumerGroup, request: HeartbeatRequest,
 
 def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
               settings: HeartbeatSettings, lookup: TopicLookup, *,
-              metadata_version: int = 0, metadata_changed: bool = False) -> HeartbeatResult:
+              metadata_version: int = 0, metadata_changed: bool | None = None
+              ) -> HeartbeatResult:
     """One ConsumerGroupHeartbeat against ``group`` (None = no group with this id).
 
     ``lookup`` maps a topic name to (topic id, partition count); ``metadata_version`` (a
     counter bumped on topic creation/deletion) tells whether resolved regexes are stale;
     ``metadata_changed`` = a subscribed topic was created/deleted/grew since the group last
-    computed its subscription metadata (Kafka's metadata refresh deadline).
+    computed its subscription metadata (Kafka's metadata refresh deadline); None = compare
+    the stored subscription metadata with ``lookup`` now (O(members + topics)).
     """
     validate_request(request, [a.name for a in settings.assignors])
     if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -222,6 +224,10 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
             f"{settings.max_size} members."))
     if not request.member_id:  # heartbeat v0: the coordinator names the member
         request = replace(request, member_id=str(uuid.uuid4()))
+
+    if metadata_changed is None:
+        metadata_changed = bool(group.members) and group.subscription_metadata_changed(
+            group.compute_subscription_metadata(lookup))
 
     out: list[Record] = []
     group_id = group.group_id

@@ -389,3 +389,22 @@ def test_member_record_of_a_names_only_member_is_byte_exact():
                 + b"\x01" + (300000).to_bytes(4, "big") + b"\x00" + b"\x00")
     assert cgr.encode_value(value) == expected
     assert cgr.encode_key(key) == b"\x00\x05" + b"\x00\x01g" + b"\x00\x02m1"
+
+
+def test_topic_changes_reach_the_group_on_the_next_heartbeat():
+    shard = Shard()
+    shard.join("m1", ("foo", "later"))
+    shard.topics["foo"] = (FOO, 8)  # partitions added
+    grown = shard.hb("m1", 1)
+    assert kinds(grown)[:2] == ["PartitionMetadata", "Metadata"] and grown.member_epoch == 2
+    assert grown.assignment == make_assignment({FOO: range(8)})
+    shard.topics["later"] = (BAR, 2)  # a subscribed topic is created
+    created = shard.hb("m1", 2)
+    assert created.member_epoch == 3 and BAR in created.assignment
+    del shard.topics["foo"]  # and one is deleted
+    # the member first gives up the deleted topic's partitions, then moves to the new epoch
+    deleted = shard.hb("m1", 3)
+    assert deleted.member_epoch == 3 and deleted.assignment == make_assignment({BAR: [0, 1]})
+    done = shard.hb("m1", 3, owned=deleted.assignment)
+    assert done.member_epoch == 4
+    assert shard.hb("m1", 4).records == []  # nothing changed since
