@@ -42,7 +42,7 @@ from .group import (
     TopicLookup,
     check_member_epoch,
 )
-from .member import ConsumerGroupMember, MemberState, make_assignment
+from .member import ConsumerGroupMember, MemberState, assignment_from_pairs
 from .reconcile import reconcile
 from .records import Record
 from .regex import resolve_regex, validate_regex
@@ -71,12 +71,8 @@ class HeartbeatRequest:
     @staticmethod
     def owned_from(topic_partitions: Iterable[tuple[uuid.UUID, Iterable[int]]] | None
                    ) -> Assignment | None:
-        if topic_partitions is None:
-            return None
-        merged: dict[uuid.UUID, set[int]] = {}
-        for topic_id, partitions in topic_partitions:
-            merged.setdefault(topic_id, set()).update(partitions)
-        return make_assignment(merged)
+        """The request's TopicPartitions as an assignment (None stays None)."""
+        return None if topic_partitions is None else assignment_from_pairs(topic_partitions)
 
 
 @dataclass(frozen=True, slots=True)

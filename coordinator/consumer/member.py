@@ -35,11 +35,16 @@ class MemberState(enum.IntEnum):
             return cls.UNKNOWN
 
 
-def assignment_from_records(tps: Iterable[TopicPartitions]) -> Assignment:
+def assignment_from_pairs(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> Assignment:
+    """Merge (topic id, partitions) pairs (a topic may repeat) into an assignment."""
     merged: dict[uuid.UUID, set[int]] = {}
-    for tp in tps:
-        merged.setdefault(tp.topic_id, set()).update(tp.partitions)
+    for topic_id, partitions in pairs:
+        merged.setdefault(topic_id, set()).update(partitions)
     return make_assignment(merged)
+
+
+def assignment_from_records(tps: Iterable[TopicPartitions]) -> Assignment:
+    return assignment_from_pairs((tp.topic_id, tp.partitions) for tp in tps)
 
 
 def assignment_to_records(assignment: Assignment) -> tuple[TopicPartitions, ...]:
@@ -50,10 +55,6 @@ def assignment_to_records(assignment: Assignment) -> tuple[TopicPartitions, ...]
 
 def target_record(assignment: Assignment) -> ConsumerGroupTargetAssignmentMemberValue:
     return ConsumerGroupTargetAssignmentMemberValue(assignment_to_records(assignment))
-
-
-def count_partitions(assignment: Assignment) -> int:
-    return sum(len(ps) for ps in assignment.values())
 
 
 @dataclass(frozen=True, slots=True)

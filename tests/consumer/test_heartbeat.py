@@ -408,3 +408,9 @@ def test_topic_changes_reach_the_group_on_the_next_heartbeat():
     done = shard.hb("m1", 3, owned=deleted.assignment)
     assert done.member_epoch == 4
     assert shard.hb("m1", 4).records == []  # nothing changed since
+
+
+def test_owned_from_request_topic_partitions():
+    assert HeartbeatRequest.owned_from(None) is None
+    assert HeartbeatRequest.owned_from([(FOO, [1]), (FOO, [2]), (BAR, [])]) == make_assignment(
+        {FOO: [1, 2]})
