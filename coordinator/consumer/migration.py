@@ -69,9 +69,11 @@ def members_from_classic(group_id: str, generation: int, protocol_name: str,
                          ) -> list[ConsumerGroupMember]:
     """The consumer-group members of an upgraded classic group, sorted by member id.
 
-    GROUP_ID_NOT_FOUND when an embedded protocol does not decode, or when an assignment
-    carries user data (a custom client-side assignor: KAFKA-18134 refuses the upgrade)."""
+    GROUP_ID_NOT_FOUND when an embedded protocol does not decode, when an assignment carries
+    user data (a custom client-side assignor: KAFKA-18134 refuses the upgrade) or when two
+    members were given the same partition (the consumer group could not track its owner)."""
     out = []
+    seen: set[tuple[uuid.UUID, int]] = set()
     for m in sorted(members, key=lambda v: v.member_id):
         metadata = dict(m.protocols).get(protocol_name, b"")
         try:
@@ -85,6 +87,12 @@ def members_from_classic(group_id: str, generation: int, protocol_name: str,
             raise CoordinatorError(GROUP_ID_NOT_FOUND, (
                 f"Cannot upgrade the classic group {group_id} to consumer group because an "
                 "assignment carries user data (a custom client-side assignor)."))
+        owned = {(t, p) for t, ps in assigned.items() for p in ps}
+        if owned & seen:  # a client-side assignor gave a partition twice: cannot be epochs
+            raise CoordinatorError(GROUP_ID_NOT_FOUND, (
+                f"Cannot upgrade the classic group {group_id} to consumer group because a "
+                "partition is assigned to more than one member."))
+        seen |= owned
         out.append(ConsumerGroupMember(
             m.member_id, member_epoch=generation, previous_member_epoch=generation,
             state=MemberState.STABLE, instance_id=m.instance_id, rack_id=subscription.rack_id,

@@ -56,7 +56,9 @@ def test_upgrade_records_make_a_stable_group_at_the_generation():
 
 def test_upgrade_refused_for_malformed_protocol_or_user_data():
     bad = ClassicMemberView("a", None, "c", "h", 1, 1, (("range", b"\x00"),), b"")
-    for members in ([bad], [view("a", ["foo"], [("foo", (0,))], user_data=b"sticky")]):
+    overlapping = [view("a", ["foo"], [("foo", (0, 1))]), view("b", ["foo"], [("foo", (1,))])]
+    for members in ([bad], [view("a", ["foo"], [("foo", (0,))], user_data=b"sticky")],
+                    overlapping):
         with pytest.raises(CoordinatorError) as err:
             members_from_classic("g", 1, "range", members, IDS.get)
         assert err.value.code == GROUP_ID_NOT_FOUND
