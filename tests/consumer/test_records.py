@@ -179,3 +179,38 @@ def test_tombstones_and_bad_bytes():
         cgr.decode_key(b"\x00\x05\x00\x01g")  # member key without member id
     with pytest.raises(RecordDecodeError):
         cgr.decode_key(b"\x00")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mutated_bytes_decode_or_raise_record_decode_error(seed):
+    import random
+
+    rng = random.Random(seed)
+    samples = [
+        (cgr.ConsumerGroupMemberMetadataKey("g", "m"), cgr.ConsumerGroupMemberMetadataValue(
+            "i", "r", "c", "h", ("a", "b"), ".*", 5, "range",
+            cgr.ClassicMemberMetadata(1, (cgr.ClassicProtocol("range", b"xyz"),)))),
+        (cgr.ConsumerGroupCurrentMemberAssignmentKey("g", "m"),
+         cgr.ConsumerGroupCurrentMemberAssignmentValue(1, 0, 0, (cgr.TopicPartitions(T1, (1, 2)),))),
+        (cgr.ConsumerGroupPartitionMetadataKey("g"), cgr.ConsumerGroupPartitionMetadataValue(
+            (cgr.TopicMetadata(T1, "t", 3, (cgr.PartitionRacks(0, ("r",)),)),))),
+        (cgr.ConsumerGroupRegularExpressionKey("g", "x"),
+         cgr.ConsumerGroupRegularExpressionValue(("t",), 1, 2)),
+    ]
+    for key, value in samples:
+        for blob, decode in ((cgr.encode_key(key), cgr.decode_key),
+                             (cgr.encode_value(value), lambda b, k=key: cgr.decode_value(k, b))):
+            for _ in range(300):
+                data = bytearray(blob)
+                for _ in range(rng.randint(1, 3)):
+                    action = rng.random()
+                    if action < 0.5 and data:
+                        data[rng.randrange(len(data))] = rng.randrange(256)
+                    elif action < 0.75 and data:
+                        del data[rng.randrange(len(data)):]
+                    else:
+                        data.insert(rng.randrange(len(data) + 1), rng.randrange(256))
+                try:
+                    decode(bytes(data))
+                except RecordDecodeError:
+                    pass
