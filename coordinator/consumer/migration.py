@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
 from kafkette.protocol import consumer_protocol as cp
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
+from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 
 from . import records
+from .group import ConsumerGroup
 from .member import Assignment, ConsumerGroupMember, MemberState, make_assignment
 from .records import Record
 
@@ -126,9 +128,66 @@ def classic_assignment_bytes(member: ConsumerGroupMember, name_of: TopicNameOf) 
         with contextlib.suppress(cp.ConsumerProtocolError):  # unreadable: answer in v3
             version = min(cp.decode_subscription(meta.supported_protocols[0].metadata)[0],
                           cp.HIGHEST_VERSION)
-    partitions = []
-    for topic_id in sorted(member.assigned_partitions):
+    return cp.encode_assignment(cp.Assignment(_by_name(member.assigned_partitions, name_of)),
+                                version)
+
+
+def select_classic_protocol(members: Iterable[ConsumerGroupMember]) -> str | None:
+    """Kafka's ClassicGroup.selectProtocol: among the protocols every member supports, the one
+    most members list first (ties: by name); None when they share none."""
+    prefs = [[p.name for p in m.classic_member_metadata.supported_protocols]
+             for m in members if m.classic_member_metadata is not None]
+    if not prefs:
+        return None
+    common = set(prefs[0]).intersection(*prefs[1:])
+    votes: dict[str, int] = {}
+    for names in prefs:
+        vote = next((n for n in names if n in common), None)
+        if vote is not None:
+            votes[vote] = votes.get(vote, 0) + 1
+    return min(votes, key=lambda n: (-votes[n], n)) if votes else None
+
+
+def downgrade_records(group: ConsumerGroup, leaving_member_id: str, name_of: TopicNameOf,
+                      now_ms: int, joining: ConsumerGroupMember | None = None) -> list[Record]:
+    """The last consumer-protocol member leaves (or a classic static member replaces it,
+    ``joining``): tombstones of the whole consumer group, then a GroupMetadata record of a
+    STABLE classic group at the group epoch whose members keep their target assignments
+    (Kafka's ClassicGroup.fromConsumerGroup + createClassicGroupRecords). The caller checks
+    the policy and group.max.size, builds the in-memory classic group and starts a rebalance."""
+    remaining = [m for mid, m in sorted(group.members.items()) if mid != leaving_member_id]
+    if joining is not None:
+        remaining.append(joining)
+    if any(m.classic_member_metadata is None for m in remaining):
+        raise ValueError("every remaining member must use the classic protocol")
+    protocol = select_classic_protocol(remaining)
+    members = []
+    for m in remaining:
+        meta = dict((p.name, p.metadata) for p in m.classic_member_metadata.supported_protocols)  # type: ignore[union-attr]
+        subscription = meta.get(protocol or "", b"")
+        source = leaving_member_id if joining is not None and m is joining else m.member_id
+        version = cp.HIGHEST_VERSION
+        with contextlib.suppress(cp.ConsumerProtocolError):
+            version = min(cp.decode_subscription(subscription)[0], cp.HIGHEST_VERSION)
+        assignment = cp.encode_assignment(cp.Assignment(_by_name(group.target_of(source), name_of)),
+                                          version)
+        members.append(MemberMetadata(
+            m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+            m.classic_member_metadata.session_timeout_ms, subscription, assignment))  # type: ignore[union-attr]
+    ids = [m.member_id if m.member_id != leaving_member_id or joining is None else joining.member_id
+           for m in group.members.values()]
+    out = records.group_deletion(group.group_id, ids, group.resolved_regexes)
+    value = GroupMetadataValue("consumer", group.group_epoch, protocol,
+                               members[0].member_id if members else None, now_ms, tuple(members))
+    out.append((GroupMetadataKey(group.group_id), value))  # type: ignore[arg-type]
+    return out
+
+
+def _by_name(assignment: Assignment, name_of: TopicNameOf
+             ) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    out = []
+    for topic_id in sorted(assignment):
         name = name_of(topic_id)
         if name is not None:
-            partitions.append((name, tuple(sorted(member.assigned_partitions[topic_id]))))
-    return cp.encode_assignment(cp.Assignment(tuple(partitions)), version)
+            out.append((name, tuple(sorted(assignment[topic_id]))))
+    return tuple(out)

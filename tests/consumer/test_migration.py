@@ -6,15 +6,20 @@ import pytest
 
 from kafkette.coordinator.assignor.spec import make_assignment
 from kafkette.coordinator.consumer.group import ConsumerGroupState
+from kafkette.coordinator.consumer.member import ConsumerGroupMember
 from kafkette.coordinator.consumer.migration import (
     ClassicMemberView,
     classic_assignment_bytes,
+    downgrade_records,
     members_from_classic,
+    select_classic_protocol,
     upgrade_records,
     upgrade_refusal,
 )
 from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
 from kafkette.protocol import consumer_protocol as cp
+from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
+from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue
 
 from .test_heartbeat import BAR, FOO, Shard, kinds
 
@@ -79,3 +84,38 @@ def test_classic_member_gets_its_assigned_partitions_in_its_protocol_version(ver
     got_version, assignment = cp.decode_assignment(data)
     assert got_version == version
     assert sorted(assignment.assigned_partitions) == [("bar", (1,)), ("foo", (0, 2))]
+
+
+def test_downgrade_when_the_last_consumer_member_leaves():
+    shard = Shard()
+    classic = [view("a", ["foo"], [("foo", (0, 1, 2))]), view("b", ["foo"], [("foo", (3, 4, 5))])]
+    shard.apply(upgrade_records("g", 4, members_from_classic("g", 4, "range", classic, IDS.get)))
+    shard.join("c", ("foo",))
+    group = shard.groups["g"]
+    assert select_classic_protocol(group.members.values()) == "range"
+    recs = downgrade_records(group, "c", NAMES.get, 1234)
+    key, value = recs[-1]
+    assert key == GroupMetadataKey("g") and isinstance(value, GroupMetadataValue)
+    assert (value.protocol_type, value.generation, value.protocol, value.leader) == (
+        "consumer", 5, "range", "a")
+    assert [m.member_id for m in value.members] == ["a", "b"]
+    for m in value.members:
+        version, asg = cp.decode_assignment(m.assignment)
+        assert version == 1  # the version of the member's subscription metadata
+        target = group.target_of(m.member_id)
+        assert asg.assigned_partitions == (("foo", tuple(sorted(target[FOO]))),)
+        assert m.session_timeout == 10000 and m.subscription == dict(classic[0].protocols)["range"]
+    assert kinds(type("R", (), {"records": recs[:-1]}))[-2:] == ["PartitionMetadata-", "Metadata-"]
+    shard.apply(recs[:-1])  # the consumer group is gone after its tombstones
+    assert "g" not in shard.groups
+
+
+def test_protocol_selection_votes_among_common_protocols():
+    def member(*names):
+        return ConsumerGroupMember("m", classic_member_metadata=ClassicMemberMetadata(
+            1, tuple(ClassicProtocol(n, b"") for n in names)))
+
+    assert select_classic_protocol([member("range", "sticky"), member("sticky", "range"),
+                                    member("sticky")]) == "sticky"
+    assert select_classic_protocol([member("range"), member("sticky")]) is None
+    assert select_classic_protocol([]) is None
