@@ -11,12 +11,24 @@ The classic group objects stay the runtime's: callers pass plain member views.
 from __future__ import annotations
 
 import contextlib
+import io
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.consumer_protocol_assignment.v0 import data as _a0
+from kio.schema.consumer_protocol_assignment.v1 import data as _a1
+from kio.schema.consumer_protocol_assignment.v2 import data as _a2
+from kio.schema.consumer_protocol_assignment.v3 import data as _a3
+from kio.schema.consumer_protocol_subscription.v0 import data as _s0
+from kio.schema.consumer_protocol_subscription.v1 import data as _s1
+from kio.schema.consumer_protocol_subscription.v2 import data as _s2
+from kio.schema.consumer_protocol_subscription.v3 import data as _s3
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
 
 from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
-from kafkette.protocol import consumer_protocol as cp
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 
@@ -24,6 +36,62 @@ from . import records
 from .group import ConsumerGroup
 from .member import Assignment, ConsumerGroupMember, MemberState, make_assignment
 from .records import Record
+
+# The embedded consumer protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment,
+# kio's generated schemas). The runtime branch adds protocol/consumer_protocol.py with the same
+# reading rules; after the merge the two readers below should use it.
+_SUBSCRIPTIONS = (_s0, _s1, _s2, _s3)
+_ASSIGNMENTS = (_a0, _a1, _a2, _a3)
+HIGHEST_PROTOCOL_VERSION = 3
+
+
+class ConsumerProtocolError(ValueError):
+    """Bytes that are not a consumer-protocol subscription/assignment."""
+
+
+def _read(modules: tuple[Any, ...], name: str, data: bytes) -> tuple[int, Any]:
+    """(version, kio entity); a newer version is read with the newest schema, trailing bytes
+    are ignored, a negative version is an error (Kafka's ConsumerProtocol)."""
+    if len(data) < 2:
+        raise ConsumerProtocolError(f"{name} too short")
+    version = int.from_bytes(data[:2], "big", signed=True)
+    if version < 0:
+        raise ConsumerProtocolError(f"unsupported {name} version {version}")
+    module = modules[min(version, HIGHEST_PROTOCOL_VERSION)]
+    try:
+        value, _end = entity_reader(getattr(module, name))(memoryview(data), 2)
+    except Exception as exc:  # kio raises several types on malformed input
+        raise ConsumerProtocolError(f"malformed {name}: {exc}") from exc
+    return version, value
+
+
+def read_subscription(data: bytes) -> tuple[int, Any]:
+    return _read(_SUBSCRIPTIONS, "ConsumerProtocolSubscription", data)
+
+
+def read_assignment(data: bytes) -> tuple[int, Any]:
+    return _read(_ASSIGNMENTS, "ConsumerProtocolAssignment", data)
+
+
+def write_assignment(partitions: Iterable[tuple[str, Iterable[int]]], version: int) -> bytes:
+    """A ConsumerProtocolAssignment without user data, in ``version``'s schema."""
+    module = _ASSIGNMENTS[min(version, HIGHEST_PROTOCOL_VERSION)]
+    value = module.ConsumerProtocolAssignment(
+        assigned_partitions=tuple(module.TopicPartition(topic=t, partitions=tuple(map(i32, ps)))
+                                  for t, ps in partitions),
+        user_data=None)
+    buf = io.BytesIO()
+    buf.write(version.to_bytes(2, "big", signed=True))
+    entity_writer(module.ConsumerProtocolAssignment)(buf, value)
+    return buf.getvalue()
+
+
+def _subscription_version(subscription: bytes) -> int:
+    """The protocol version a member speaks (its subscription's), v3 when unreadable."""
+    with contextlib.suppress(ConsumerProtocolError):
+        return min(read_subscription(subscription)[0], HIGHEST_PROTOCOL_VERSION)
+    return HIGHEST_PROTOCOL_VERSION
+
 
 TopicIdOf = Callable[[str], "uuid.UUID | None"]
 TopicNameOf = Callable[[uuid.UUID], "str | None"]
@@ -57,9 +125,10 @@ def _assignment(data: bytes, topic_id_of: TopicIdOf) -> tuple[Assignment, bool]:
     """(partitions by topic id, whether it carries user data); unknown topics are dropped."""
     if not data:
         return {}, False
-    _, decoded = cp.decode_assignment(data)
+    _, decoded = read_assignment(data)
     by_id: dict[uuid.UUID, set[int]] = {}
-    for topic, partitions in decoded.assigned_partitions:
+    for tp in decoded.assigned_partitions:
+        topic, partitions = tp.topic, tp.partitions
         topic_id = topic_id_of(topic)
         if topic_id is not None:
             by_id.setdefault(topic_id, set()).update(partitions)
@@ -79,9 +148,9 @@ def members_from_classic(group_id: str, generation: int, protocol_name: str,
     for m in sorted(members, key=lambda v: v.member_id):
         metadata = dict(m.protocols).get(protocol_name, b"")
         try:
-            _, subscription = cp.decode_subscription(metadata)
+            _, subscription = read_subscription(metadata)
             assigned, has_user_data = _assignment(m.assignment, topic_id_of)
-        except cp.ConsumerProtocolError as exc:
+        except ConsumerProtocolError as exc:
             raise CoordinatorError(GROUP_ID_NOT_FOUND, (
                 f"Cannot upgrade the classic group {group_id} to consumer group because the "
                 "embedded consumer protocol is malformed.")) from exc
@@ -97,7 +166,8 @@ def members_from_classic(group_id: str, generation: int, protocol_name: str,
         seen |= owned
         out.append(ConsumerGroupMember(
             m.member_id, member_epoch=generation, previous_member_epoch=generation,
-            state=MemberState.STABLE, instance_id=m.instance_id, rack_id=subscription.rack_id,
+            state=MemberState.STABLE, instance_id=m.instance_id,
+            rack_id=getattr(subscription, "rack_id", None),
             rebalance_timeout_ms=m.rebalance_timeout_ms, client_id=m.client_id,
             client_host=m.client_host, subscribed_topic_names=frozenset(subscription.topics),
             assigned_partitions=assigned,
@@ -122,14 +192,10 @@ def upgrade_records(group_id: str, generation: int, members: list[ConsumerGroupM
 def classic_assignment_bytes(member: ConsumerGroupMember, name_of: TopicNameOf) -> bytes:
     """SyncGroup assignment of a classic member of a consumer group: its assigned partitions,
     in the ConsumerProtocolAssignment version of its (first) subscription metadata."""
-    version = cp.HIGHEST_VERSION
     meta = member.classic_member_metadata
-    if meta is not None and meta.supported_protocols:
-        with contextlib.suppress(cp.ConsumerProtocolError):  # unreadable: answer in v3
-            version = min(cp.decode_subscription(meta.supported_protocols[0].metadata)[0],
-                          cp.HIGHEST_VERSION)
-    return cp.encode_assignment(cp.Assignment(_by_name(member.assigned_partitions, name_of)),
-                                version)
+    version = (_subscription_version(meta.supported_protocols[0].metadata)
+               if meta is not None and meta.supported_protocols else HIGHEST_PROTOCOL_VERSION)
+    return write_assignment(_by_name(member.assigned_partitions, name_of), version)
 
 
 def select_classic_protocol(members: Iterable[ConsumerGroupMember]) -> str | None:
@@ -166,11 +232,8 @@ def downgrade_records(group: ConsumerGroup, leaving_member_id: str, name_of: Top
         meta = dict((p.name, p.metadata) for p in m.classic_member_metadata.supported_protocols)  # type: ignore[union-attr]
         subscription = meta.get(protocol or "", b"")
         source = leaving_member_id if joining is not None and m is joining else m.member_id
-        version = cp.HIGHEST_VERSION
-        with contextlib.suppress(cp.ConsumerProtocolError):
-            version = min(cp.decode_subscription(subscription)[0], cp.HIGHEST_VERSION)
-        assignment = cp.encode_assignment(cp.Assignment(_by_name(group.target_of(source), name_of)),
-                                          version)
+        assignment = write_assignment(_by_name(group.target_of(source), name_of),
+                                      _subscription_version(subscription))
         members.append(MemberMetadata(
             m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
             m.classic_member_metadata.session_timeout_ms, subscription, assignment))  # type: ignore[union-attr]
