@@ -23,6 +23,8 @@ from kafkette.protocol.consumer_group_records import (
     ConsumerGroupTargetAssignmentMetadataValue,
     ConsumerGroupValue,
     TopicMetadata,
+    encode_key,
+    encode_value,
 )
 
 from .member import Assignment, ConsumerGroupMember, target_record
@@ -110,3 +112,9 @@ def group_deletion(group_id: str, member_ids: Iterable[str], regexes: Iterable[s
             + [member_subscription_tombstone(group_id, m) for m in ids]
             + [resolved_regex_tombstone(group_id, r) for r in sorted(regexes)]
             + [subscription_metadata_tombstone(group_id), group_epoch_tombstone(group_id)])
+
+
+def encode_records(items: Iterable[Record]) -> list[tuple[bytes, bytes | None]]:
+    """The records as the raw (key, value) bytes a coordinator Result appends."""
+    return [(encode_key(key), None if value is None else encode_value(value))
+            for key, value in items]

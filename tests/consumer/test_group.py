@@ -45,9 +45,9 @@ def lookup(name):
 def through_bytes(recs):
     """Encode and decode every record, as a reload from the log would see them."""
     out = []
-    for key, value in recs:
-        k = cgr.decode_key(cgr.encode_key(key))
-        out.append((k, cgr.decode_value(k, None if value is None else cgr.encode_value(value))))
+    for key_bytes, value_bytes in records.encode_records(recs):
+        k = cgr.decode_key(key_bytes)
+        out.append((k, cgr.decode_value(k, value_bytes)))
     return out
 
 
