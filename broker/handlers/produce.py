@@ -10,13 +10,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.headers import encode_uvarint
+from kafkette.protocol.batch_validation import validate_produced_batch
 from kafkette.protocol.records import (
-    HEADER_SIZE,
     CorruptRecordError,
     build_batch,
     decode_records,
     parse_batch_header,
-    validate_batch,
 )
 from kafkette.storage.log import (
     AppendInfo,
@@ -53,16 +52,9 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
     if not records:
         raise _Failed(ErrorCode.invalid_record, "Produce request has no record batch")
     try:
-        first = parse_batch_header(records)
-        if first.magic == 2 and HEADER_SIZE <= first.size < len(records):
-            raise _Failed(ErrorCode.invalid_record,
-                          "Produce requests with version 3 and above must contain exactly one "
-                          "record batch")
-        header = validate_batch(records)
+        records, header = validate_produced_batch(records)
     except CorruptRecordError as exc:
-        raise _Failed(ErrorCode.corrupt_message, str(exc)) from None
-    if header.is_control:
-        raise _Failed(ErrorCode.invalid_record, "Clients are not allowed to write control records")
+        raise _Failed(ErrorCode(exc.code), str(exc)) from None
     if acks == -1 and plog.config.min_insync_replicas > 1:
         # One broker is the whole ISR: acks=all cannot meet a larger min.insync.replicas.
         raise _Failed(ErrorCode.not_enough_replicas,
@@ -119,7 +111,7 @@ def _map_error(exc: BaseException) -> _Failed:
     if isinstance(exc, InvalidTimestampError):
         return _Failed(ErrorCode.invalid_timestamp, str(exc))
     if isinstance(exc, CorruptRecordError):
-        return _Failed(ErrorCode.corrupt_message, str(exc))
+        return _Failed(ErrorCode(exc.code), str(exc))
     if isinstance(exc, (KafkaStorageError, OSError)):
         return _Failed(ErrorCode.kafka_storage_error, str(exc))
     log.error("produce failed: %r", exc)
