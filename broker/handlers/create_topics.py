@@ -11,6 +11,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import has_field, item_type, make
+from kafkette.storage.log import KafkaStorageError
 from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
 from kafkette.storage.topics import TopicExistsError
 
@@ -109,6 +110,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
                 except TopicExistsError:
                     raise _Reject(ErrorCode.topic_already_exists,
                                   f"Topic '{t.name}' already exists.") from None
+                except KafkaStorageError as exc:
+                    raise _Reject(ErrorCode.kafka_storage_error, str(exc)) from None
                 fields["topic_id"] = info.topic_id
             fields.update(num_partitions=partitions, replication_factor=rf)
             if config_cls is not None:

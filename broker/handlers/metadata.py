@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from datetime import timedelta
@@ -9,10 +10,12 @@ from datetime import timedelta
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
+from kafkette.storage.log import KafkaStorageError
 
 from ..context import RequestContext
 from ..registry import api
 
+log = logging.getLogger("kafkette.metadata")
 ZERO_UUID = uuid.UUID(int=0)
 AUTH_OPS_OMITTED = -(2**31)
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -70,7 +73,13 @@ async def handle_metadata(ctx: RequestContext, req):
                 if not valid_topic_name(name):
                     entries.append(topic_entry(ErrorCode.invalid_topic_exception, name))
                     continue
-                info = await broker.auto_create_topic(name)
+                try:
+                    info = await broker.auto_create_topic(name)
+                except KafkaStorageError as exc:
+                    # What Kafka answers while an auto-created topic does not exist yet; the
+                    # client retries, and a later Metadata creates it once the disk has room.
+                    log.warning("auto-creating topic %s failed: %s", name, exc)
+                    info = None
             if info is None:
                 entries.append(topic_entry(ErrorCode.unknown_topic_or_partition, name))
             else:
