@@ -116,7 +116,8 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
     """Parse the structure of ``count`` v2 records filling ``data`` exactly (DefaultRecord.readFrom
     for each); True when their offset deltas are 0..count-1. Raises ``InvalidRecordError``.
 
-    A hot path (every produced batch): one-byte varints are read inline."""
+    The hot path of every produce: varints of one and two bytes (lengths up to 8191) are read
+    inline, the key and value bytes are skipped, never copied."""
     end = len(data)
     if count * _MIN_RECORD_BYTES > end:
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
@@ -125,35 +126,40 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
     index = 0
     try:
         while index < count:
-            b = data[pos]
-            if b < 0x80:  # length, then skip the attributes byte
-                record_end = -1 if b & 1 else pos + 1 + (b >> 1)
+            b = data[pos]  # record length (zigzag: even = positive)
+            if b < 0x80:
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
                 pos += 2
             else:
                 size, pos = _varint(data, pos)
-                record_end = pos + size if size >= 0 else -1
-                pos += 1
-            if record_end < 0 or record_end > end:
+                b = size << 1 if size >= 0 else 1
+            record_end = pos + (b >> 1)
+            if b & 1 or record_end > end:
                 raise InvalidRecordError(f"Invalid record size in record {index}: it does not fit "
                                          f"the {end} bytes of records")
+            pos += 1  # attributes
             while data[pos] > 0x7F:  # timestamp delta
                 pos += 1
-            pos += 1
-            b = data[pos]  # offset delta
-            if b < 0x80 and b == index << 1:
-                pos += 1
+            b = data[pos + 1]  # offset delta
+            if b == index << 1 and b < 0x80:
+                pos += 2
             else:
-                delta, pos = _varint(data, pos)
+                delta, pos = _varint(data, pos + 1)
                 sequential = sequential and delta == index
             for _field in (0, 1):  # key, value: length (-1 = null) and bytes
                 b = data[pos]
                 if b < 0x80:
                     pos += 1 if b & 1 else 1 + (b >> 1)
+                elif data[pos + 1] < 0x80:
+                    b = (b & 0x7F) | (data[pos + 1] << 7)
+                    pos += 2 if b & 1 else 2 + (b >> 1)
                 else:
                     n, pos = _varint(data, pos)
                     if n > 0:
                         pos += n
-            if data[pos] == 0 and pos + 1 == record_end:  # no headers
+            if pos + 1 == record_end and data[pos] == 0:  # no headers
                 pos = record_end
             else:
                 pos = _walk_headers(data, pos)

@@ -74,7 +74,18 @@ def _garbled_record() -> bytes:
     return bytes(batch)
 
 
+def _negative_record_length() -> bytes:
+    batch = bytearray(one(b"value"))
+    batch[61] = 0x03  # zigzag -2
+    struct.pack_into(">I", batch, CRC_OFFSET, batch_crc(batch))
+    return bytes(batch)
+
+
 HOSTILE.append(("a record's fields overrun its length", _garbled_record(), ErrorCode.invalid_record))
+HOSTILE.append(("a negative record length", _negative_record_length(), ErrorCode.invalid_record))
+HOSTILE.append(("the second record's fields do not fill its length",
+                patched(build_batch([(b"k", b"a"), (b"k", b"b")])[:-3] + b"\x00\x00\x00", records_count=2),
+                ErrorCode.invalid_record))
 
 
 @pytest.mark.parametrize(("name", "batch", "code"), HOSTILE, ids=[h[0] for h in HOSTILE])
@@ -92,6 +103,8 @@ def test_good_batches_pass_untouched() -> None:
         assert out is batch and header.records_count == 300 and header.last_offset_delta == 299
     headers = build_batch([Record(i, 5, b"k", None, [("h", b"1"), ("n", None)]) for i in range(3)])
     assert validate_produced_batch(headers)[0] is headers
+    big = build_batch([(None, b"x" * 20000), (b"k" * 9000, None), (b"", b"")], compression=0)
+    assert validate_produced_batch(big)[0] is big  # three-byte varints
 
 
 def _kafka_python_produce(bootstrap: str, values: list[bytes]) -> None:
