@@ -148,17 +148,22 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
             else:
                 delta, pos = _varint(data, pos + 1)
                 sequential = sequential and delta == index
-            for _field in (0, 1):  # key, value: length (-1 = null) and bytes
-                b = data[pos]
-                if b < 0x80:
-                    pos += 1 if b & 1 else 1 + (b >> 1)
-                elif data[pos + 1] < 0x80:
-                    b = (b & 0x7F) | (data[pos + 1] << 7)
-                    pos += 2 if b & 1 else 2 + (b >> 1)
-                else:
-                    n, pos = _varint(data, pos)
-                    if n > 0:
-                        pos += n
+            b = data[pos]  # key: length (-1 = null) and bytes
+            if b < 0x80:
+                pos += 1 if b & 1 else 1 + (b >> 1)
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                pos += 2 if b & 1 else 2 + (b >> 1)
+            else:
+                pos = _skip_bytes(data, pos)
+            b = data[pos]  # value, the same way
+            if b < 0x80:
+                pos += 1 if b & 1 else 1 + (b >> 1)
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                pos += 2 if b & 1 else 2 + (b >> 1)
+            else:
+                pos = _skip_bytes(data, pos)
             if pos + 1 == record_end and data[pos] == 0:  # no headers
                 pos = record_end
             else:
@@ -174,6 +179,12 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
     return sequential
 
 
+def _skip_bytes(data: bytes | memoryview, pos: int) -> int:
+    """Past a nullable byte string (varint length, -1 = null)."""
+    n, pos = _varint(data, pos)
+    return pos + n if n > 0 else pos
+
+
 def _walk_headers(data: bytes | memoryview, pos: int) -> int:
     count, pos = _varint(data, pos)
     if count < 0:
@@ -182,9 +193,7 @@ def _walk_headers(data: bytes | memoryview, pos: int) -> int:
         n, pos = _varint(data, pos)
         if n < 0:
             raise InvalidRecordError(f"Invalid negative header key size {n}")
-        n, pos = _varint(data, pos + n)
-        if n > 0:
-            pos += n
+        pos = _skip_bytes(data, pos + n)
     return pos
 
 
