@@ -28,6 +28,7 @@ from .records import (
     CorruptRecordError,
     InvalidRecordError,
     Record,
+    _read_varint,
     build_batch,
     decode_records,
     decompress,
@@ -133,7 +134,7 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
                 b = (b & 0x7F) | (data[pos + 1] << 7)
                 pos += 2
             else:
-                size, pos = _varint(data, pos)
+                size, pos = _read_varint(data, pos)
                 b = size << 1 if size >= 0 else 1
             record_end = pos + (b >> 1)
             if b & 1 or record_end > end:
@@ -146,24 +147,17 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
             if b == index << 1 and b < 0x80:
                 pos += 2
             else:
-                delta, pos = _varint(data, pos + 1)
+                delta, pos = _read_varint(data, pos + 1)
                 sequential = sequential and delta == index
-            b = data[pos]  # key: length (-1 = null) and bytes
-            if b < 0x80:
-                pos += 1 if b & 1 else 1 + (b >> 1)
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2 if b & 1 else 2 + (b >> 1)
-            else:
-                pos = _skip_bytes(data, pos)
-            b = data[pos]  # value, the same way
-            if b < 0x80:
-                pos += 1 if b & 1 else 1 + (b >> 1)
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2 if b & 1 else 2 + (b >> 1)
-            else:
-                pos = _skip_bytes(data, pos)
+            for _field in (0, 1):  # key, value: length (-1 = null) and bytes
+                b = data[pos]
+                if b < 0x80:
+                    pos += 1 if b & 1 else 1 + (b >> 1)
+                elif data[pos + 1] < 0x80:
+                    b = (b & 0x7F) | (data[pos + 1] << 7)
+                    pos += 2 if b & 1 else 2 + (b >> 1)
+                else:
+                    pos = _skip_bytes(data, pos)
             if pos + 1 == record_end and data[pos] == 0:  # no headers
                 pos = record_end
             else:
@@ -174,6 +168,10 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
             index += 1
     except IndexError:
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached") from None
+    except InvalidRecordError:
+        raise
+    except CorruptRecordError as exc:  # a varint longer than 10 bytes
+        raise InvalidRecordError(f"Found invalid record structure: {exc}") from None
     if pos != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
     return sequential
@@ -181,35 +179,20 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
 
 def _skip_bytes(data: bytes | memoryview, pos: int) -> int:
     """Past a nullable byte string (varint length, -1 = null)."""
-    n, pos = _varint(data, pos)
+    n, pos = _read_varint(data, pos)
     return pos + n if n > 0 else pos
 
 
 def _walk_headers(data: bytes | memoryview, pos: int) -> int:
-    count, pos = _varint(data, pos)
+    count, pos = _read_varint(data, pos)
     if count < 0:
         raise InvalidRecordError(f"Found invalid number of record headers {count}")
     for _ in range(count):
-        n, pos = _varint(data, pos)
+        n, pos = _read_varint(data, pos)
         if n < 0:
             raise InvalidRecordError(f"Invalid negative header key size {n}")
         pos = _skip_bytes(data, pos + n)
     return pos
-
-
-def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """A zigzag varint of at most 10 bytes (IndexError past the end)."""
-    shift = 0
-    result = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise InvalidRecordError("Found invalid record structure: varint too long")
 
 
 def _renumbered(batch: bytes, header: BatchHeader) -> bytes:

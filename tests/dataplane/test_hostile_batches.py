@@ -118,13 +118,16 @@ def _kafka_python_produce(bootstrap: str, values: list[bytes]) -> None:
         producer.close()
 
 
-def _kafka_python_read_all(bootstrap: str, expected: int) -> list[tuple[int, bytes]]:
+def kafka_python_read_all(bootstrap: str, expected: int, topic: str = TOPIC
+                          ) -> list[tuple[int, bytes]]:
+    """(offset, value) of partition 0 from the beginning by a kafka-python consumer, until
+    ``expected`` records came (30 s at most) and then nothing more for a moment."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              group_id=None, fetch_max_wait_ms=50)
     try:
-        tp = TopicPartition(TOPIC, 0)
+        tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
         out: list[tuple[int, bytes]] = []
@@ -132,8 +135,7 @@ def _kafka_python_read_all(bootstrap: str, expected: int) -> list[tuple[int, byt
         while len(out) < expected and time.monotonic() < deadline:
             for msgs in consumer.poll(timeout_ms=200).values():
                 out += [(m.offset, m.value) for m in msgs]
-        time.sleep(0.2)
-        for msgs in consumer.poll(timeout_ms=200).values():  # nothing more may come
+        for msgs in consumer.poll(timeout_ms=300).values():  # nothing more may come
             out += [(m.offset, m.value) for m in msgs]
         return out
     finally:
@@ -159,9 +161,9 @@ def test_hostile_batches_are_refused_and_the_log_stays_readable(kafka_broker_fac
             assert w0.is_closed_by_peer()
     _kafka_python_produce(broker.bootstrap, [b"after-%d" % i for i in range(3)])
     expected = [(i, b"before-%d" % i) for i in range(3)] + [(3 + i, b"after-%d" % i) for i in range(3)]
-    assert _kafka_python_read_all(broker.bootstrap, 6) == expected
+    assert kafka_python_read_all(broker.bootstrap, 6) == expected
     broker.restart()
-    assert _kafka_python_read_all(broker.bootstrap, 6) == expected
+    assert kafka_python_read_all(broker.bootstrap, 6) == expected
     with WireClient(broker.bootstrap) as w:
         assert produce(w, TOPIC, 0, one(b"next")).base_offset == 6
 

@@ -18,6 +18,7 @@ from kafkette.storage.recovery import (
     read_offset_checkpoint,
 )
 from tests.dataplane.test_durability import _read_all
+from tests.dataplane.test_hostile_batches import kafka_python_read_all
 from tests.dataplane.test_wire import create_topic, produce
 from tests.wire import WireClient
 
@@ -50,24 +51,6 @@ def _batch_positions(path: Path) -> list[tuple[int, int, int]]:
     return out
 
 
-def _kafka_python_values(bootstrap: str, expected: int) -> list[tuple[int, bytes]]:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
-    try:
-        tp = TopicPartition(TOPIC, 0)
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        out: list[tuple[int, bytes]] = []
-        deadline = time.monotonic() + 30
-        while len(out) < expected and time.monotonic() < deadline:
-            for msgs in consumer.poll(timeout_ms=200).values():
-                out += [(m.offset, m.value) for m in msgs]
-        return out
-    finally:
-        consumer.close()
-
-
 def test_damaged_old_segment_after_clean_shutdown_keeps_later_segments(kafka_broker_factory,
                                                                        caplog) -> None:
     broker = kafka_broker_factory()
@@ -91,7 +74,7 @@ def test_damaged_old_segment_after_clean_shutdown_keeps_later_segments(kafka_bro
     assert 0 < lost_to - lost_from < 100  # one segment's tail, not the rest of the log
     records, hw = _read_all(broker.bootstrap, TOPIC)
     assert hw == len(values) and [(r.offset, r.value) for r in records] == expected
-    assert _kafka_python_values(broker.bootstrap, len(expected)) == expected
+    assert kafka_python_read_all(broker.bootstrap, len(expected), TOPIC) == expected
     with WireClient(broker.bootstrap) as w:
         assert produce(w, TOPIC, 0, build_batch([(b"k", b"next")])).base_offset == len(values)
     broker.restart()  # the cut is final: a second start finds nothing more to do
