@@ -42,7 +42,15 @@ _I16 = struct.Struct(">h")
 
 
 class CorruptRecordError(ValueError):
-    """Bytes that do not form a valid v2 record batch."""
+    """Bytes that do not form a valid v2 record batch (Kafka's CORRUPT_MESSAGE)."""
+
+    code = 2
+
+
+class InvalidRecordError(CorruptRecordError):
+    """A well-formed batch that breaks a rule of the log (Kafka's INVALID_RECORD)."""
+
+    code = 87
 
 
 @dataclass(slots=True)

@@ -33,7 +33,8 @@ from kafkette.protocol.records import (
 )
 
 from .producer_state import ProducerStateTable
-from .segment import Segment, scan_segment, segment_name
+from .recovery import load_segments
+from .segment import Segment, segment_name
 from .topic_config import LogConfig
 from .writer import DiskWriter, pwritev_all
 
@@ -100,13 +101,15 @@ class PartitionLog:
         self._hw = 0  # visible log end offset
         self._next = 0  # next offset to assign
         self._log_start = 0
+        self.recovery_point = 0  # every offset below it is fsynced (Kafka's recovery point)
         self._waiters: set[asyncio.Future] = set()
         self.producers = ProducerStateTable()
         self._unflushed = 0
         self._flush_timer: asyncio.TimerHandle | None = None
         self._last_write: asyncio.Future | None = None
         self._inflight = 0  # write jobs queued to the writer thread and not yet done
-        self._failed: BaseException | None = None
+        self._failed: BaseException | None = None  # a write failed: appends wait for the rollback
+        self._rollback: asyncio.Future | None = None
         self.closed = False
         self.cleaned_upto = -1  # compaction bookkeeping (storage.cleaner)
         self._deferred_closes: dict[asyncio.TimerHandle, list[int]] = {}
@@ -134,41 +137,16 @@ class PartitionLog:
         return list(self._segments)
 
     # Recovery (runs in a thread before the log is used) ------------------------------------------
-    def recover(self) -> None:
+    def recover(self, *, clean_shutdown: bool = False, recovery_point: int = 0) -> None:
+        """Open the segments (storage.recovery says what is validated and cut)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         for stale in self.directory.glob("*.cleaned"):
             stale.unlink()
         for swap in self.directory.glob("*.log.swap"):
             swap.rename(swap.with_suffix(""))
-        files = sorted(self.directory.glob("*.log"))
         now = self._now_ms()
-        for i, path in enumerate(files):
-            try:
-                base = int(path.stem)
-            except ValueError:
-                continue
-            seg = Segment(self.directory, base, now)
-            seg.fd = os.open(path, os.O_RDWR)
-            last = i == len(files) - 1
-
-            def on_batch(h: BatchHeader, pos: int, seg: Segment = seg) -> None:
-                seg.add(h.last_offset, pos, h.max_timestamp)
-                self.producers.update(h, h.base_offset, h.last_offset)
-
-            valid, problem = scan_segment(seg.fd, verify=last, on_batch=on_batch)
-            seg.size = valid
-            if problem is not None:
-                log.warning("%s-%d: recovering segment %s: %s; truncating it to %d bytes and "
-                            "dropping %d later segment(s)", self.topic, self.partition, path.name,
-                            problem, valid, len(files) - i - 1)
-                os.ftruncate(seg.fd, valid)
-                os.fsync(seg.fd)
-                for later in files[i + 1 :]:
-                    later.unlink(missing_ok=True)
-                self._segments.append(seg)
-                break
-            seg.sealed = not last
-            self._segments.append(seg)
+        self._segments = load_segments(self, clean_shutdown=clean_shutdown,
+                                       recovery_point=recovery_point, now=now)
         if not self._segments:
             seg = Segment(self.directory, 0, now)
             seg.open_in_thread()  # an empty partition has an empty first segment, as in Kafka
@@ -176,6 +154,7 @@ class PartitionLog:
         self._bases = [s.base_offset for s in self._segments]
         self._log_start = self._segments[0].base_offset
         self._next = self._hw = self._segments[-1].next_offset
+        self.recovery_point = self._next if clean_shutdown else min(recovery_point, self._next)
 
     def close_files(self) -> None:
         """Writer thread: fsync and close every segment file."""
@@ -228,6 +207,7 @@ class PartitionLog:
         if self.closed:
             raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
         if self._failed is not None:
+            self._roll_back_when_idle()  # retries a rollback that failed
             raise KafkaStorageError(f"log {self.topic}-{self.partition} failed: {self._failed}")
         view = memoryview(data)
         if headers is None:
@@ -325,7 +305,8 @@ class PartitionLog:
             s.dirty = not fsync
             self._inflight += 1
             fut = self._writer.write(s, wpos, bufs, fsync=fsync,
-                                     then=self._on_written(next_after) if is_last else self._on_job_error)
+                                     then=self._on_written(next_after, fsync) if is_last
+                                     else self._on_job_error)
         self._last_write = fut
         return info, fut
 
@@ -333,7 +314,7 @@ class PartitionLog:
         self._inflight -= 1
         self._on_error(result)
 
-    def _on_written(self, next_offset: int) -> Callable[[Any], None]:
+    def _on_written(self, next_offset: int, synced: bool) -> Callable[[Any], None]:
         def done(result: Any) -> None:
             self._inflight -= 1
             if isinstance(result, BaseException):
@@ -341,15 +322,45 @@ class PartitionLog:
                 return
             if self._failed is None and next_offset > self._hw:
                 self._hw = next_offset
+                if synced:
+                    self._synced_upto(next_offset)
                 self._wake()
+            else:
+                self._roll_back_when_idle()
 
         return done
 
     def _on_error(self, result: Any) -> None:
-        if isinstance(result, BaseException) and self._failed is None:
-            self._failed = result
-            log.error("%s-%d: log write failed, refusing further appends: %s",
-                      self.topic, self.partition, result)
+        if isinstance(result, BaseException):
+            if self._failed is None:
+                self._failed = result
+                log.error("%s-%d: log write failed (%s); appends get KAFKA_STORAGE_ERROR until "
+                          "the unacknowledged tail from offset %d is dropped",
+                          self.topic, self.partition, result, self._hw)
+            self._roll_back_when_idle()
+
+    # Recovery from a failed write (disk full, I/O error) ----------------------------------------
+    # Nothing at or above the high watermark was acknowledged; once the writes queued behind the
+    # failed one have finished, the log is cut back to the high watermark (file and index) and
+    # appends resume. If the disk is still full the next append fails the same way.
+    def _roll_back_when_idle(self) -> None:
+        if (self._failed is not None and self._inflight == 0 and self._rollback is None
+                and not self.closed):
+            self._rollback = asyncio.ensure_future(self._roll_back())
+
+    async def _roll_back(self) -> None:
+        try:
+            await self.truncate_to(self._hw)
+        except Exception as exc:  # noqa: BLE001 - stays failed; the next append retries
+            log.error("%s-%d: dropping the unacknowledged tail failed: %s", self.topic,
+                      self.partition, exc)
+        else:
+            self._failed = None
+            self._last_write = None
+            log.warning("%s-%d: dropped the unacknowledged tail after a failed write; appending "
+                        "again at offset %d", self.topic, self.partition, self._next)
+        finally:
+            self._rollback = None
 
     def _roll(self, now: int) -> Segment:
         old = self._segments[-1]
@@ -360,7 +371,8 @@ class PartitionLog:
         interval = self.config.index_interval_bytes
         if old.dirty:
             old.dirty = False
-            self._writer.fsync(old)
+            self._writer.fsync(old, then=lambda result, upto=seg.base_offset: (
+                None if isinstance(result, BaseException) else self._synced_upto(upto)))
 
         def write_indexes(old: Segment = old) -> None:
             offsets, times = old.index_files(interval)
@@ -373,11 +385,16 @@ class PartitionLog:
     def _timed_flush(self) -> None:
         self._flush_timer = None
         if not self.closed:
-            asyncio.ensure_future(self.flush())
+            asyncio.ensure_future(self.flush()).add_done_callback(self._flush_done)
+
+    def _flush_done(self, task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s-%d: timed flush failed: %s", self.topic, self.partition, task.exception())
 
     async def flush(self) -> None:
         """fsync everything appended so far."""
         self._unflushed = 0
+        upto = self._next
         futs = []
         for seg in self._segments:
             if seg.dirty or seg is self._segments[-1]:
@@ -385,6 +402,11 @@ class PartitionLog:
                 futs.append(self._writer.fsync(seg))
         if futs:
             await asyncio.gather(*futs)
+        self._synced_upto(upto)
+
+    def _synced_upto(self, offset: int) -> None:
+        """Everything below ``offset`` that was acknowledged is on disk."""
+        self.recovery_point = max(self.recovery_point, min(offset, self._hw))
 
     # Waiting for data ------------------------------------------------------------------------------
     def add_waiter(self, fut: asyncio.Future) -> None:
@@ -539,6 +561,7 @@ class PartitionLog:
             cut = (seg, seg.size)
             seg.sealed = False
         self._next = self._hw = new_next
+        self.recovery_point = min(self.recovery_point, new_next)
         self.producers.truncate(new_next)
         for seg_ in dropped:
             seg_.sealed = True
@@ -621,7 +644,8 @@ class PartitionLog:
         self._deferred_closes.clear()
         return fds
 
-    async def close(self) -> None:
+    async def close(self) -> bool:
+        """Close every file (fsynced first); True when the log ends cleanly (no failed write)."""
         self.closed = True
         if self._flush_timer is not None:
             self._flush_timer.cancel()
@@ -633,6 +657,7 @@ class PartitionLog:
             self.close_files()
 
         await self._writer.call(work)
+        return self._failed is None
 
     async def delete(self) -> None:
         """Close the log and remove its directory."""

@@ -100,14 +100,16 @@ class Segment:
         return bytes(offsets), bytes(times)
 
 
-def scan_segment(fd: int, verify: bool,
-                 on_batch: Callable[[BatchHeader, int], None]) -> tuple[int, str | None]:
+def scan_segment(fd: int, verify: bool, on_batch: Callable[[BatchHeader, int], None],
+                 base_offset: int = 0) -> tuple[int, str | None]:
     """Walk the batches of an open segment file, calling ``on_batch(header, position)``.
 
     Returns (valid size, problem): ``problem`` describes why scanning stopped before the end of
-    the file (torn write, bad length, CRC mismatch). With ``verify`` every batch's CRC is checked.
+    the file (torn write, bad length or magic, offsets below ``base_offset`` or going backwards,
+    CRC mismatch). With ``verify`` every batch's CRC is checked.
     """
     file_size = os.fstat(fd).st_size
+    next_offset = base_offset
     pos = 0
     chunk = b""
     chunk_start = 0
@@ -125,10 +127,14 @@ def scan_segment(fd: int, verify: bool,
             return pos, f"invalid batch header at position {pos} (magic {header.magic}, length {header.batch_length})"
         if pos + size > file_size:
             return pos, f"torn batch at position {pos}: {size} bytes declared, {file_size - pos} present"
+        if header.base_offset < next_offset or header.last_offset_delta < 0:
+            return pos, (f"batch at position {pos} has offsets {header.base_offset}.."
+                         f"{header.last_offset}, expected {next_offset} or later")
         if verify:
             data = chunk[rel:rel + size] if rel + size <= len(chunk) else os.pread(fd, size, pos)
             if not verify_crc(data):
                 return pos, f"CRC mismatch in batch at offset {header.base_offset} (position {pos})"
         on_batch(header, pos)
+        next_offset = header.last_offset + 1
         pos += size
     return pos, None

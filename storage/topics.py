@@ -12,7 +12,6 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import shutil
 import time
 import uuid
@@ -22,14 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from . import cleaner
-from .log import PartitionLog
+from .log import KafkaStorageError, PartitionLog
+from .recovery import (
+    CLEAN_SHUTDOWN,
+    LOG_START_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    offset_checkpoint_text,
+    read_offset_checkpoint,
+    sync_dir,
+    write_durably,
+)
 from .topic_config import LogConfig, validate_topic_configs
 from .writer import DiskWriter
 
 log = logging.getLogger("kafkette.storage")
 
 CATALOG = "kafkette-topics.json"
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 PRODUCER_ID_BLOCK = 1000
 
 
@@ -48,20 +55,6 @@ class TopicExistsError(Exception):
 
 class UnknownTopicError(KeyError):
     pass
-
-
-def _read_log_start_checkpoint(directory: Path) -> dict[tuple[str, int], int]:
-    """Kafka's ``log-start-offset-checkpoint``: version, count, then "topic partition offset"."""
-    path = directory / LOG_START_CHECKPOINT
-    if not path.exists():
-        return {}
-    out: dict[tuple[str, int], int] = {}
-    lines = path.read_text().splitlines()
-    for line in lines[2:]:
-        parts = line.split()
-        if len(parts) == 3:
-            out[(parts[0], int(parts[1]))] = int(parts[2])
-    return out
 
 
 def kafka_uuid(value: uuid.UUID) -> str:
@@ -93,7 +86,9 @@ class LogManager:
         await asyncio.to_thread(self._load)
         self._started = True
         loop_tasks = [self._periodic(self.run_retention, "log.retention.check.interval.ms", 300000),
-                      self._periodic(self.run_compaction, "log.cleaner.backoff.ms", 15000)]
+                      self._periodic(self.run_compaction, "log.cleaner.backoff.ms", 15000),
+                      self._periodic(self.checkpoint_recovery_points,
+                                     "log.flush.offset.checkpoint.interval.ms", 60000)]
         self._tasks = [asyncio.ensure_future(t) for t in loop_tasks]
 
     async def stop(self) -> None:
@@ -103,11 +98,18 @@ class LogManager:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        clean = True
         for plog in list(self._logs.values()):
             try:
-                await plog.close()
+                clean = await plog.close() and clean
             except Exception:
+                clean = False
                 log.exception("closing %r failed", plog)
+        if clean and self._started:
+            try:  # every log is fsynced up to its end: Kafka's clean shutdown
+                await self._writer.call(self._write_clean_shutdown)
+            except OSError as exc:
+                log.error("writing the clean shutdown marker failed: %s", exc)
         self._logs.clear()
         await self._writer.stop()
         self._started = False
@@ -120,6 +122,9 @@ class LogManager:
         data: dict[str, Any] = {}
         if path.exists():
             data = json.loads(path.read_text())
+        marker = self.directory / CLEAN_SHUTDOWN
+        clean_shutdown = marker.exists()
+        recovery_points = read_offset_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT)
         self._producer_id_block_end = int(data.get("producer_id_block_end", 0))
         self._next_producer_id = self._producer_id_block_end
         for entry in data.get("topics", []):
@@ -130,9 +135,14 @@ class LogManager:
             cfg = self.log_config(info.name)
             for p in range(info.partitions):
                 plog = self._new_log(info.name, p, cfg)
-                plog.recover()
+                plog.recover(clean_shutdown=clean_shutdown,
+                             recovery_point=recovery_points.get((info.name, p), 0))
                 self._logs[(info.name, p)] = plog
-        for (topic, partition), offset in _read_log_start_checkpoint(self.directory).items():
+        if clean_shutdown:  # from now on a crash must be recovered from
+            marker.unlink()
+            sync_dir(self.directory)
+        for (topic, partition), offset in read_offset_checkpoint(
+                self.directory / LOG_START_CHECKPOINT).items():
             plog = self._logs.get((topic, partition))
             if plog is not None:
                 plog.restore_log_start(offset)
@@ -213,12 +223,17 @@ class LogManager:
             info = TopicInfo(name, uuid.uuid4(), partitions, overrides, internal)
             cfg = LogConfig.build(overrides, self._config)
             logs = [self._new_log(name, p, cfg) for p in range(partitions)]
-            await self._writer.call(lambda: self._init_dirs(info, logs))
-            self._topics[name] = info
-            self._by_id[info.topic_id] = info
-            for p, plog in enumerate(logs):
-                self._logs[(name, p)] = plog
-            await self._save_catalog()
+            try:
+                await self._writer.call(lambda: self._init_dirs(info, logs))
+                self._topics[name] = info
+                self._by_id[info.topic_id] = info
+                for p, plog in enumerate(logs):
+                    self._logs[(name, p)] = plog
+                await self._save_catalog()
+            except OSError as exc:
+                # Not in the catalog means gone after a restart: nothing may be appended to it.
+                await self._forget_topic(info, logs)
+                raise KafkaStorageError(f"creating topic {name} failed: {exc}") from exc
         finally:
             del self._creating[name]
             done.set_result(None)
@@ -226,14 +241,24 @@ class LogManager:
                  f" and configs {overrides}" if overrides else "")
         return info
 
+    async def _forget_topic(self, info: TopicInfo, logs: list[PartitionLog]) -> None:
+        """Undo a topic creation that could not be written down."""
+        if self._topics.get(info.name) is info:
+            del self._topics[info.name]
+            self._by_id.pop(info.topic_id, None)
+        for plog in logs:
+            self._logs.pop((info.name, plog.partition), None)
+            with contextlib.suppress(Exception):
+                await plog.delete()
+
     @staticmethod
     def _init_dirs(info: TopicInfo, logs: list[PartitionLog]) -> None:
         for plog in logs:
             if plog.directory.exists():  # leftovers of an earlier topic with this name
                 shutil.rmtree(plog.directory)
             plog.recover()
-            (plog.directory / "partition.metadata").write_text(
-                f"version: 0\ntopic_id: {kafka_uuid(info.topic_id)}\n")
+            write_durably(plog.directory / "partition.metadata",
+                          f"version: 0\ntopic_id: {kafka_uuid(info.topic_id)}\n")
 
     async def create_partitions(self, name: str, total: int) -> TopicInfo:
         info = self._topics.get(name)
@@ -291,22 +316,8 @@ class LogManager:
         }
         text = json.dumps(data, indent=1, sort_keys=True)
         path = self.directory / CATALOG
-
-        def write() -> None:
-            tmp = path.with_suffix(".json.tmp")
-            with open(tmp, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            dir_fd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-
         async with self._catalog_lock:
-            await self._writer.call(write)
+            await self._writer.call(lambda: write_durably(path, text, sync_directory=True))
 
     async def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """Advance a partition's log start offset (-1 = high watermark); the new low watermark.
@@ -319,21 +330,27 @@ class LogManager:
         return plog.log_start_offset
 
     async def _save_log_starts(self) -> None:
-        lines = [f"{t} {p} {plog.log_start_offset}" for (t, p), plog in self._logs.items()
-                 if plog.segments and plog.log_start_offset > plog.segments[0].base_offset]
-        text = f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
+        text = offset_checkpoint_text(
+            (t, p, plog.log_start_offset) for (t, p), plog in self._logs.items()
+            if plog.segments and plog.log_start_offset > plog.segments[0].base_offset)
         path = self.directory / LOG_START_CHECKPOINT
-
-        def write() -> None:
-            tmp = path.with_name(path.name + ".tmp")
-            with open(tmp, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-
         async with self._catalog_lock:
-            await self._writer.call(write)
+            await self._writer.call(lambda: write_durably(path, text))
+
+    async def checkpoint_recovery_points(self) -> None:
+        """Kafka's recovery-point-offset-checkpoint: below these offsets every log is fsynced,
+        so recovery after a crash validates only what lies above them."""
+        text = offset_checkpoint_text(
+            (t, p, plog.recovery_point) for (t, p), plog in self._logs.items())
+        path = self.directory / RECOVERY_POINT_CHECKPOINT
+        async with self._catalog_lock:
+            await self._writer.call(lambda: write_durably(path, text))
+
+    def _write_clean_shutdown(self) -> None:
+        """Writer thread, after every log was closed (fsynced): their ends are recovery points."""
+        write_durably(self.directory / RECOVERY_POINT_CHECKPOINT, offset_checkpoint_text(
+            (t, p, plog.log_end_offset) for (t, p), plog in self._logs.items()))
+        write_durably(self.directory / CLEAN_SHUTDOWN, "", sync_directory=True)
 
     # Producer ids ------------------------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:

@@ -36,7 +36,6 @@ _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (InvalidProducerEpochError, ErrorCode.invalid_producer_epoch),
     (RecordTooLargeError, ErrorCode.message_too_large),
     (InvalidTimestampError, ErrorCode.invalid_timestamp),
-    (CorruptRecordError, ErrorCode.corrupt_message),
     (OffsetOutOfRangeError, ErrorCode.offset_out_of_range),
     (InvalidConfigError, ErrorCode.invalid_config),
     (TopicExistsError, ErrorCode.topic_already_exists),
@@ -49,6 +48,8 @@ def service_error(exc: BaseException) -> ServiceError:
     """The ServiceError for any exception a service call raised (unknown ones are logged)."""
     if isinstance(exc, ServiceError):
         return exc
+    if isinstance(exc, CorruptRecordError):  # CORRUPT_MESSAGE or INVALID_RECORD, as validated
+        return ServiceError(ErrorCode(exc.code), str(exc))
     for kind, code in _CODES:
         if isinstance(exc, kind):
             return ServiceError(code, str(exc))

@@ -13,13 +13,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkette.protocol.batch_validation import validate_produced_batch
 from kafkette.protocol.records import (
-    HEADER_SIZE,
     CorruptRecordError,
     build_batch,
     decode_records,
     parse_batch_header,
-    validate_batch,
 )
 from kafkette.storage.log import LEADER_EPOCH, AppendInfo, LogSlice, OffsetOutOfRangeError, PartitionLog
 from kafkette.storage.topics import LogManager, TopicInfo
@@ -57,17 +56,9 @@ class RecordService:
         if not records:
             raise ServiceError(ErrorCode.invalid_record, "Produce request has no record batch")
         try:
-            first = parse_batch_header(records)
-            if first.magic == 2 and HEADER_SIZE <= first.size < len(records):
-                raise ServiceError(ErrorCode.invalid_record,
-                                   "Produce requests with version 3 and above must contain "
-                                   "exactly one record batch")
-            header = validate_batch(records)
+            records, header = validate_produced_batch(records)
         except CorruptRecordError as exc:
             raise service_error(exc) from None
-        if header.is_control:
-            raise ServiceError(ErrorCode.invalid_record,
-                               "Clients are not allowed to write control records")
         cfg = plog.config
         if acks == -1 and cfg.min_insync_replicas > 1:
             # One broker is the whole ISR: acks=all cannot meet a larger min.insync.replicas.

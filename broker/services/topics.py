@@ -8,6 +8,7 @@ coordinator owns them (see ``INTERNAL_TOPIC_REFUSED``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -16,11 +17,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkette.storage.log import KafkaStorageError
 from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from .config_entries import topic_config_entries
 from .errors import ServiceError, unknown_partition
+
+log = logging.getLogger("kafkette.topics")
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 ZERO_UUID = uuid.UUID(int=0)
@@ -85,6 +89,11 @@ class TopicService:
                 return await self._logs.create_topic(name, self._config.get_int("num.partitions"))
             except TopicExistsError:
                 return self.require(name)
+            except KafkaStorageError as exc:
+                # What Kafka answers while an auto-created topic does not exist yet; the client
+                # retries, and a later Metadata creates it once the disk has room.
+                log.warning("auto-creating topic %s failed: %s", name, exc)
+                raise unknown_partition() from None
 
     # CreateTopics ------------------------------------------------------------------------------
     async def create(self, name: str, partitions: int, replication_factor: int,
@@ -98,6 +107,8 @@ class TopicService:
         except TopicExistsError:
             raise ServiceError(ErrorCode.topic_already_exists,
                                f"Topic '{name}' already exists.") from None
+        except KafkaStorageError as exc:
+            raise ServiceError(ErrorCode.kafka_storage_error, str(exc)) from None
         return NewTopic(name, topic.partitions, topic.replication_factor, topic.configs,
                         info.topic_id)
 

@@ -135,8 +135,8 @@ def test_produce_validation(broker) -> None:
         bad[-1] ^= 0x01
         assert produce(w, "val", 0, bytes(bad)).error_code == ErrorCode.corrupt_message
         magic1 = bytearray(build_batch([(b"k", b"v")]))
-        magic1[16] = 1
-        assert produce(w, "val", 0, bytes(magic1)).error_code == ErrorCode.corrupt_message
+        magic1[16] = 1  # Kafka: only magic v2 batches in Produce v3+ (INVALID_RECORD)
+        assert produce(w, "val", 0, bytes(magic1)).error_code == ErrorCode.invalid_record
         two = build_batch([(b"k", b"v")]) * 2
         assert produce(w, "val", 0, two).error_code == ErrorCode.invalid_record
         assert produce(w, "val", 3, build_batch([(b"k", b"v")])).error_code == \

@@ -221,4 +221,43 @@ async def test_compaction_waits_for_min_cleanable_dirty_ratio(tmp_path: Path) ->
                                         "min.cleanable.dirty.ratio": "0.01"})
     assert mgr.partition("r", 0).config.min_cleanable_dirty_ratio == 0.01
     assert await mgr.run_compaction() == 1
+
+
+async def test_failed_write_drops_the_queued_writes_behind_it(tmp_path: Path, monkeypatch) -> None:
+    """A write fails (ENOSPC) while more are queued behind it across a segment roll: none of them
+    is acknowledged even where its bytes landed; once they have all finished the log is cut back
+    to the high watermark (file and index) and the next append goes there."""
+    import errno
+
+    real = os.pwritev
+    fail = {"calls": 0}
+
+    def pwritev(fd, buffers, offset, *flags):
+        fail["calls"] += 1
+        if fail["calls"] == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, buffers, offset, *flags)
+
+    mgr = LogManager(_config(tmp_path, **{"log.flush.interval.messages": "1"}))
+    await mgr.start()
+    await mgr.create_topic("w", 1, {"segment.bytes": "400"})
+    plog = mgr.partition("w", 0)
+    assert [(await plog.append(_batch(2, i * 2))).base_offset for i in range(3)] == [0, 2, 4]
+    size_before = plog.size_bytes
+    monkeypatch.setattr(os, "pwritev", pwritev)
+    results = await asyncio.gather(*(plog.append(_batch(2, 100 + i)) for i in range(6)),
+                                   return_exceptions=True)
+    assert all(isinstance(r, Exception) for r in results), results
+    assert fail["calls"] > 1  # the writes behind the failed one did reach the files
+    if plog._rollback is not None:  # started once the writer had nothing more queued
+        await plog._rollback
+    assert plog._failed is None
+    assert plog.log_end_offset == 6 and plog.size_bytes == size_before
+    assert sum(os.path.getsize(s.path) for s in plog.segments) == size_before
+    assert (await plog.append(_batch(1, 200))).base_offset == 6
+    await mgr.stop()
+    mgr = LogManager(_config(tmp_path))
+    await mgr.start()
+    recs = await _read_all(mgr.partition("w", 0))
+    assert [r.key for r in recs] == [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5", b"k200"]
     await mgr.stop()

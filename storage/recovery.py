@@ -1,0 +1,157 @@
+"""Opening a partition's segments at startup, and the log directory's checkpoint files.
+
+Kafka (LogLoader.recoverLog, LogSegment.recover) trusts what it knows was flushed: after a clean
+shutdown (the ``.kafka_cleanshutdown`` marker) nothing is validated, and after an unclean one only
+the segments from the ``recovery-point-offset-checkpoint`` on are: each batch's CRC is checked, the
+first damaged segment is cut before its first bad batch and every later (also unflushed) segment
+is deleted. kafkette does the same, except that it reads every batch header of every segment to
+build its in-memory index (Kafka reads its index files). A header that does not parse (bad
+length, bad magic, offsets going backwards, a torn batch) in a trusted segment cuts that
+segment's tail only: the segments after it are kept, and the offsets in between are a gap that
+fetches skip, as after compaction. Damage the checksum alone reveals stays undetected in trusted
+segments, as in Kafka (consumers see a CRC error for that batch); the active segment's CRCs are
+always checked, also after a clean shutdown, and a bad batch there cuts that segment's tail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Protocol
+
+from kafkette.protocol.records import BatchHeader
+
+from .producer_state import ProducerStateTable
+from .segment import Segment, scan_segment, segment_name
+from .topic_config import LogConfig
+
+
+
+class PartitionLog(Protocol):
+    """What recovery reads of the log it loads (storage.log.PartitionLog; no import back)."""
+
+    topic: str
+    partition: int
+    directory: Path
+    config: LogConfig
+    producers: ProducerStateTable
+
+log = logging.getLogger("kafkette.storage")
+
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+# Checkpoint files (Kafka's OffsetCheckpointFile: version, count, "topic partition offset") -------
+
+def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    if not path.exists():
+        return {}
+    out: dict[tuple[str, int], int] = {}
+    for line in path.read_text().splitlines()[2:]:
+        parts = line.split()
+        if len(parts) == 3:
+            out[(parts[0], int(parts[1]))] = int(parts[2])
+    return out
+
+
+def offset_checkpoint_text(entries: Iterable[tuple[str, int, int]]) -> str:
+    lines = [f"{topic} {partition} {offset}\n" for topic, partition, offset in entries]
+    return f"0\n{len(lines)}\n" + "".join(lines)
+
+
+def write_durably(path: Path, text: str, *, sync_directory: bool = False) -> None:
+    """Replace ``path`` atomically with ``text`` (write a temporary file, fsync, rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        data = memoryview(text.encode())
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if sync_directory:
+        sync_dir(path.parent)
+
+
+def sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# Segment recovery -------------------------------------------------------------------------------
+
+def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: int,
+                  now: int) -> list[Segment]:
+    """Open and index every segment of ``plog`` (in a thread, before the log is used)."""
+    directory = plog.directory
+    name = f"{plog.topic}-{plog.partition}"
+    files: list[tuple[int, Path]] = []
+    for path in sorted(directory.glob("*.log")):
+        with contextlib.suppress(ValueError):
+            files.append((int(path.stem), path))
+    segments: list[Segment] = []
+    for i, (base, path) in enumerate(files):
+        next_base = files[i + 1][0] if i + 1 < len(files) else None
+        unflushed = not clean_shutdown and (next_base is None or next_base > recovery_point)
+        seg = Segment(directory, base, now)
+        seg.fd = os.open(path, os.O_RDWR)
+        segments.append(seg)
+        # The active segment's CRCs are always checked (cheap next to a whole log, and kafkette
+        # did so before it kept recovery points); Kafka skips them after a clean shutdown.
+        valid, problem = scan_segment(seg.fd, verify=unflushed or next_base is None, on_batch=_indexer(plog, seg),
+                                       base_offset=base)
+        seg.size = valid
+        seg.sealed = next_base is not None
+        if problem is None:
+            continue
+        os.ftruncate(seg.fd, valid)
+        os.fsync(seg.fd)
+        later = files[i + 1:]
+        if unflushed:
+            log.warning("%s: recovering unflushed segment %s: %s; truncating it to %d bytes and "
+                        "deleting the %d later unflushed segment(s)", name, path.name, problem,
+                        valid, len(later))
+            for _, later_path in later:
+                _unlink_segment(directory, later_path)
+            if seg.sealed:  # the active segment again: Kafka keeps no index files for that one
+                for suffix in (".index", ".timeindex"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(directory / segment_name(base, suffix))
+            seg.sealed = False
+            break
+        if not seg.sealed:
+            log.warning("%s: damaged active segment %s (%s): truncating it to %d bytes", name,
+                        path.name, problem, valid)
+            continue
+        log.warning("%s: damaged segment %s (%s): truncating it to %d bytes; offsets %d..%d are "
+                    "lost, the %d later segment(s) are kept", name, path.name, problem, valid,
+                    seg.next_offset, next_base - 1, len(later))
+        offsets, times = seg.index_files(plog.config.index_interval_bytes)
+        for suffix, data in ((".index", offsets), (".timeindex", times)):
+            (directory / segment_name(base, suffix)).write_bytes(data)
+    return segments
+
+
+def _indexer(plog: PartitionLog, seg: Segment) -> Callable[[BatchHeader, int], None]:
+    def on_batch(header: BatchHeader, position: int) -> None:
+        seg.add(header.last_offset, position, header.max_timestamp)
+        plog.producers.update(header, header.base_offset, header.last_offset)
+
+    return on_batch
+
+
+def _unlink_segment(directory: Path, log_path: Path) -> None:
+    base = int(log_path.stem)
+    for suffix in (".log", ".index", ".timeindex"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(directory / segment_name(base, suffix))
