@@ -12,6 +12,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..registry import api
+from ._groups_common import coordinator
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -42,6 +43,8 @@ async def handle_delete_topics(ctx: RequestContext, req: Any):
             code, message = ErrorCode.topic_deletion_disabled, "Topic deletion is disabled."
         else:
             await logs.delete_topic(info.name)
+            await coordinator(ctx).on_partitions_deleted(
+                [(info.name, p) for p in range(info.partitions)])
         results.append(make(result_cls, name=info.name if info else name,
                             topic_id=info.topic_id if info else (topic_id or ZERO_UUID),
                             error_code=code, error_message=message))

@@ -87,11 +87,7 @@ class Env:
         """Wait until every coordinator write issued so far is durable."""
         import asyncio
 
-        for shard in self.coordinator.shards.values():
-            shard._appender.flush()
-            pending = shard.pending_write()
-            if pending is not None:
-                await asyncio.wait([pending])
+        await asyncio.gather(*(ctx.idle() for ctx in self.coordinator.runtime.contexts.values()))
 
     def raw_offsets_records(self) -> list[tuple[bytes, bytes | None]]:
         logs = self.broker.broker.logs
