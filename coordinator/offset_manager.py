@@ -48,9 +48,16 @@ def java_length(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
 
+# Shortest OffsetCommitValue per version (empty metadata): v0/v2 offset+metadata+commit time,
+# v1 + expire time, v3 + leader epoch, v4 flexible (compact string, tag buffer).
+_MIN_VALUE_LENGTH = (20, 28, 20, 24, 24)
+
+
 def plausible_offset_value(value: bytes) -> bool:
-    """Cheap check on replay's fast path: a known OffsetCommitValue version (0-4)."""
-    return len(value) > 2 and value[0] == 0 and value[1] <= 4
+    """Cheap check on replay's fast path (the slow path decodes fully): a known
+    OffsetCommitValue version (0-4) and at least that version's fixed fields."""
+    n = len(value)
+    return n >= 20 and value[0] == 0 and value[1] <= 4 and n >= _MIN_VALUE_LENGTH[value[1]]
 
 
 class OffsetMetadataManager:

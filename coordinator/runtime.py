@@ -72,12 +72,13 @@ def _fail_waiter(waiter: _Waiter, exc: BaseException) -> None:
 
 
 class _Batch:
-    __slots__ = ("records", "waiters", "durable", "timer")
+    __slots__ = ("records", "waiters", "durable", "failed", "timer")
 
     def __init__(self, timer: Hashable) -> None:
         self.records: list[RawRecord] = []
         self.waiters: list[_Waiter] = []
         self.durable = False
+        self.failed = False
         self.timer = timer
 
 
@@ -259,14 +260,13 @@ class PartitionContext:
             return
         self._appending += 1
         self._inflight.append(batch)
-        epoch = self.epoch
-        append.add_done_callback(lambda f: self._appended(f, batch, epoch))
+        append.add_done_callback(lambda f: self._appended(f, batch))
 
-    def _appended(self, append: asyncio.Future, batch: _Batch, epoch: int) -> None:
+    def _appended(self, append: asyncio.Future, batch: _Batch) -> None:
         self._appending -= 1
         exc = (CoordinatorError(E.NOT_COORDINATOR, "append cancelled") if append.cancelled()
                else append.exception())
-        if epoch != self.epoch:  # a batch before this one failed: its waiters were failed then
+        if batch.failed:  # this or an earlier batch failed: its waiters were failed then
             self._maybe_reload()
             return
         if exc is not None:
@@ -314,6 +314,7 @@ class PartitionContext:
                     "reloading the partition", self.partition, exc,
                     sum(len(b.waiters) for b in failed))
         for b in failed:
+            b.failed = True
             self.clock.cancel(b.timer)
             for waiter in b.waiters:
                 _fail_waiter(waiter, exc)
