@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafkette.protocol.group_records import GroupMetadataValue
@@ -22,8 +21,9 @@ from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
 from .errors import CoordinatorError
-from .group import ClassicGroup, GroupState, Member, Protocols, new_member_id
+from .group import ClassicGroup, GroupState, Member, new_member_id
 from .log import RawRecord
+from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
 
 log = logging.getLogger("kafkette.coordinator")
@@ -32,8 +32,9 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 S = GroupState
 
 
-class Timers(Protocol):
-    """The runtime's per-partition timers (PartitionContext)."""
+class ShardContext(Protocol):
+    """What a shard uses of its runtime context (PartitionContext): time, timers whose ops go
+    through the write path, and futures for parked requests."""
 
     def schedule(self, key: Any, delay_ms: int, op: Callable[[Any], Result]) -> None: ...
 
@@ -41,62 +42,7 @@ class Timers(Protocol):
 
     def now_ms(self) -> int: ...
 
-
-@dataclass(slots=True)
-class JoinResult:
-    error: int = E.NONE
-    member_id: str = ""
-    generation: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
-    skip_assignment: bool = False
-
-
-@dataclass(slots=True)
-class SyncResult:
-    error: int = E.NONE
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-
-
-@dataclass(slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
-    client_id: str
-    client_host: str
-    version: int
-    reason: str | None = None
-
-
-@dataclass(slots=True)
-class SyncRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    generation: int
-    protocol_type: str | None
-    protocol_name: str | None
-    assignments: dict[str, bytes]
-
-
-@dataclass(slots=True)
-class DescribedGroup:
-    group_id: str
-    error: int
-    state: str
-    protocol_type: str
-    protocol_data: str
-    members: list[tuple[Member, bytes]]  # (member, metadata or b"")
-    error_message: str | None = None
+    def new_future(self) -> asyncio.Future: ...
 
 
 _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
@@ -109,8 +55,8 @@ def _heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 
 class GroupMetadataManager:
-    def __init__(self, timers: Timers, config: CoordinatorConfig) -> None:
-        self.timers = timers
+    def __init__(self, context: ShardContext, config: CoordinatorConfig) -> None:
+        self.context = context
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
         # What the running op has to write, and its on-durable hooks (see ``_result``).
@@ -118,7 +64,7 @@ class GroupMetadataManager:
         self._hooks: list[Callable[[], None]] = []
 
     def _now(self) -> int:
-        return self.timers.now_ms()
+        return self.context.now_ms()
 
     def _result(self, response: Any) -> Result:
         """The running op's records (GroupMetadata, not replayed) with ``response``."""
@@ -207,15 +153,15 @@ class GroupMetadataManager:
 
     def _cancel_group_timers(self, group: ClassicGroup) -> None:
         gid = group.group_id
-        self.timers.cancel(("join", gid))
-        self.timers.cancel(("sync", gid))
+        self.context.cancel(("join", gid))
+        self.context.cancel(("sync", gid))
         for member_id in list(group.members) + list(group.pending_join):
-            self.timers.cancel(_heartbeat_key(gid, member_id))
+            self.context.cancel(_heartbeat_key(gid, member_id))
 
     # JoinGroup -------------------------------------------------------------------------------
     def join_group(self, r: JoinRequest) -> Result:
         """Result whose response is the (maybe parked) future of the JoinResult."""
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        fut = self.context.new_future()
         group = self.groups.get(r.group_id)
         is_unknown = r.member_id == ""
         new_group = group is None
@@ -336,7 +282,7 @@ class GroupMetadataManager:
             join_fence=JoinResult(E.FENCED_INSTANCE_ID, old_id),
             sync_fence=SyncResult(E.FENCED_INSTANCE_ID),
         )
-        self.timers.cancel(_heartbeat_key(group.group_id, old_id))
+        self.context.cancel(_heartbeat_key(group.group_id, old_id))
         self._reschedule_heartbeat(group, new)
         group.update_member(new, r.protocols, r.rebalance_timeout_ms, r.session_timeout_ms, fut)
         if group.is_in(S.STABLE):
@@ -374,7 +320,7 @@ class GroupMetadataManager:
         if group.is_in(S.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_with_error(group, E.REBALANCE_IN_PROGRESS)
         gid = group.group_id
-        self.timers.cancel(("sync", gid))
+        self.context.cancel(("sync", gid))
         initial = group.is_in(S.EMPTY)
         if initial:
             delay = self.config.initial_rebalance_delay_ms
@@ -386,7 +332,7 @@ class GroupMetadataManager:
             self._maybe_complete_join_else_schedule(group)
 
     def _schedule_initial_join(self, group_id: str, delay: int, remaining: int) -> None:
-        self.timers.schedule(("join", group_id), delay,
+        self.context.schedule(("join", group_id), delay,
                              lambda _s: self._try_complete_initial(group_id, delay, remaining))
 
     def _try_complete_initial(self, group_id: str, delay: int, remaining: int) -> Result:
@@ -409,7 +355,7 @@ class GroupMetadataManager:
 
     def _schedule_join_timeout(self, group: ClassicGroup) -> None:
         gid = group.group_id
-        self.timers.schedule(("join", gid), group.rebalance_timeout_ms(),
+        self.context.schedule(("join", gid), group.rebalance_timeout_ms(),
                              lambda _s: self._complete_join_by_id(gid))
 
     def _complete_join_by_id(self, group_id: str) -> Result:
@@ -425,12 +371,12 @@ class GroupMetadataManager:
 
     def _complete_join(self, group: ClassicGroup) -> None:
         gid = group.group_id
-        self.timers.cancel(("join", gid))
+        self.context.cancel(("join", gid))
         if not group.is_in(S.PREPARING_REBALANCE):
             return
         for member in [m for m in group.not_yet_rejoined() if not m.is_static]:
             group.remove(member.member_id)
-            self.timers.cancel(_heartbeat_key(gid, member.member_id))
+            self.context.cancel(_heartbeat_key(gid, member.member_id))
         if not group.maybe_elect_new_joined_leader() and group.members:
             log.warning("group %s could not complete rebalance because no members rejoined", gid)
             self._schedule_join_timeout(group)
@@ -451,7 +397,7 @@ class GroupMetadataManager:
             member.is_new = False
             group.pending_sync.add(member.member_id)
         generation = group.generation
-        self.timers.schedule(("sync", gid), group.rebalance_timeout_ms(),
+        self.context.schedule(("sync", gid), group.rebalance_timeout_ms(),
                              lambda _s: self._expire_pending_sync(gid, generation))
 
     def _expire_pending_sync(self, group_id: str, generation: int) -> Result:
@@ -460,7 +406,7 @@ class GroupMetadataManager:
                 group.is_in(S.COMPLETING_REBALANCE, S.STABLE) and group.pending_sync:
             for member_id in list(group.pending_sync):
                 group.remove(member_id)
-                self.timers.cancel(_heartbeat_key(group_id, member_id))
+                self.context.cancel(_heartbeat_key(group_id, member_id))
             log.info("removed members of group %s that did not sync in time", group_id)
             self._prepare_rebalance(group)
         return self._result(None)
@@ -471,7 +417,7 @@ class GroupMetadataManager:
                                       member.session_timeout_ms if delay_ms is None else delay_ms)
 
     def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
-        self.timers.schedule(_heartbeat_key(group_id, member_id), delay_ms,
+        self.context.schedule(_heartbeat_key(group_id, member_id), delay_ms,
                              lambda _s: self._expire_heartbeat(group_id, member_id))
 
     def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
@@ -514,7 +460,7 @@ class GroupMetadataManager:
     # SyncGroup -------------------------------------------------------------------------------
     def sync_group(self, r: SyncRequest) -> Result:
         """Result whose response is the (maybe parked) future of the SyncResult."""
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        fut = self.context.new_future()
         group = self.groups.get(r.group_id)
         if group is None:
             fut.set_result(SyncResult(E.UNKNOWN_MEMBER_ID))
@@ -555,7 +501,7 @@ class GroupMetadataManager:
     def _remove_pending_sync(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync.discard(member_id)
         if group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync:
-            self.timers.cancel(("sync", group.group_id))
+            self.context.cancel(("sync", group.group_id))
 
     def _store_assignment(self, group: ClassicGroup, r: SyncRequest) -> None:
         assignment = dict(r.assignments)
@@ -620,7 +566,7 @@ class GroupMetadataManager:
                     results.append((member_id, instance_id, E.UNKNOWN_MEMBER_ID))
             elif group.is_pending(member_id):
                 group.remove(member_id)
-                self.timers.cancel(_heartbeat_key(group_id, member_id))
+                self.context.cancel(_heartbeat_key(group_id, member_id))
                 results.append((member_id, instance_id, E.NONE))
                 removed = True
             else:
@@ -641,7 +587,7 @@ class GroupMetadataManager:
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
-        self.timers.cancel(_heartbeat_key(group.group_id, member_id))
+        self.context.cancel(_heartbeat_key(group.group_id, member_id))
         log.info("member %s leaves group %s", member_id, group.group_id)
         group.complete_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
         group.remove(member_id)

@@ -357,6 +357,9 @@ class PartitionContext:
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
+    def new_future(self) -> asyncio.Future:
+        return asyncio.get_running_loop().create_future()
+
     def _fire(self, epoch: int, op: WriteOp) -> None:
         if epoch != self.epoch or self.state is not State.ACTIVE:
             return

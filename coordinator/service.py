@@ -20,9 +20,9 @@ from . import errors as E
 from .clock import Clock
 from .config import CoordinatorConfig
 from .errors import CoordinatorError, append_error
-from .group_manager import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
+from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .runtime import CoordinatorRuntime, PartitionContext
 from .shard import GroupCoordinatorShard
 

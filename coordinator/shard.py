@@ -21,15 +21,7 @@ from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
 from .group import GroupState
-from .group_manager import (
-    DescribedGroup,
-    GroupMetadataManager,
-    JoinRequest,
-    JoinResult,
-    SyncRequest,
-    SyncResult,
-    Timers,
-)
+from .group_manager import GroupMetadataManager, ShardContext
 from .log import RawRecord
 from .offset_manager import (
     CommitPartition,
@@ -37,6 +29,7 @@ from .offset_manager import (
     OffsetMetadataManager,
     plausible_offset_value,
 )
+from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
 
 log = logging.getLogger("kafkette.coordinator")
@@ -47,11 +40,11 @@ __all__ = ["CommitPartition", "CoordinatorConfig", "DescribedGroup", "GroupCoord
 
 
 class GroupCoordinatorShard:
-    def __init__(self, partition: int, timers: Timers, config: CoordinatorConfig) -> None:
+    def __init__(self, partition: int, context: ShardContext, config: CoordinatorConfig) -> None:
         self.partition = partition
-        self.timers = timers
+        self.context = context
         self.config = config
-        self.group_manager = GroupMetadataManager(timers, config)
+        self.group_manager = GroupMetadataManager(context, config)
         self.offset_manager = OffsetMetadataManager(partition, config.offset_metadata_max_bytes)
 
     @property
@@ -68,7 +61,7 @@ class GroupCoordinatorShard:
         self._schedule_retention_check()
 
     def on_unloaded(self, error: int) -> None:
-        self.timers.cancel(self._retention_key)
+        self.context.cancel(self._retention_key)
         self.group_manager.on_unloaded(error)
 
     # Replay ----------------------------------------------------------------------------------
@@ -140,7 +133,7 @@ class GroupCoordinatorShard:
         group = self.groups.get(group_id)
         result = self.offset_manager.commit(group, group_id, generation, member_id, instance_id,
                                             retention_ms, partitions, version,
-                                            self.timers.now_ms())
+                                            self.context.now_ms())
         if group is not None and result.records:
             self.group_manager.touch_member(group, member_id)
         return result
@@ -195,13 +188,13 @@ class GroupCoordinatorShard:
 
     # Offsets retention -----------------------------------------------------------------------
     def _schedule_retention_check(self) -> None:
-        self.timers.schedule(self._retention_key, self.config.retention_check_interval_ms,
+        self.context.schedule(self._retention_key, self.config.retention_check_interval_ms,
                              lambda _s: self.cleanup_group_metadata())
 
     def cleanup_group_metadata(self) -> Result:
         """Expired offsets, and Empty groups left without offsets, as tombstones."""
         records: list[RawRecord] = []
-        now = self.timers.now_ms()
+        now = self.context.now_ms()
         for gid, group in list(self.groups.items()):
             if self.offset_manager.expire(group, now, self.config.offsets_retention_ms, records) \
                     and group.is_in(S.EMPTY):

@@ -9,7 +9,7 @@ from functools import cache
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator import errors as E
-from kafkette.coordinator.group_manager import JoinRequest, JoinResult, SyncRequest, SyncResult
+from kafkette.coordinator.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 

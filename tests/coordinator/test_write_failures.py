@@ -9,7 +9,7 @@ import pytest
 
 from kafkette.coordinator import errors as E
 from kafkette.coordinator.errors import append_error
-from kafkette.coordinator.group_manager import DescribedGroup, JoinRequest
+from kafkette.coordinator.requests import DescribedGroup, JoinRequest
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
