@@ -54,8 +54,10 @@ _MIN_VALUE_LENGTH = (20, 28, 20, 24, 24)
 
 
 def plausible_offset_value(value: bytes) -> bool:
-    """Cheap check on replay's fast path (the slow path decodes fully): a known
-    OffsetCommitValue version (0-4) and at least that version's fixed fields."""
+    """What replay checks before storing an offset's value bytes (decoded only when read): a
+    known OffsetCommitValue version (0-4) and at least that version's fixed fields. An offset
+    that fails this keeps its previous value; one that passes but does not decode reads as
+    missing."""
     n = len(value)
     return n >= 20 and value[0] == 0 and value[1] <= 4 and n >= _MIN_VALUE_LENGTH[value[1]]
 
@@ -72,12 +74,8 @@ class OffsetMetadataManager:
 
     # Replay ----------------------------------------------------------------------------------
     def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes) -> None:
-        try:
-            decode_offset_value(value)
-        except RecordDecodeError as exc:
-            log.warning("__consumer_offsets-%d: undecodable offset of group %s for %s-%d "
-                        "(keeping the previous one): %s", self.partition, key.group, key.topic,
-                        key.partition, exc)
+        if not plausible_offset_value(value):
+            self.skip_undecodable(key_bytes)
             return
         parts = self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})
         parts[key.partition] = value

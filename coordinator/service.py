@@ -143,14 +143,14 @@ class GroupCoordinator:
         return self.runtime.loading()
 
     def _write(self, group_id: str, op: Callable[[GroupCoordinatorShard], Any],
-               on_error: Callable[[int], T]) -> Any:
+               on_error: Callable[[BaseException], T]) -> Any:
         """Run write op ``op`` on the group's shard: its response now, or a future of it
-        (resolved once durable); failures become ``on_error(code)``."""
+        (resolved once durable); a failure becomes ``on_error(exception)`` (map it with
+        ``error_code``)."""
         try:
-            response, waiter = self.context_for(group_id).write(
-                op, lambda exc: on_error(error_code(exc)))
+            response, waiter = self.context_for(group_id).write(op, on_error)
         except CoordinatorError as exc:
-            return on_error(exc.code)
+            return on_error(exc)
         return response if waiter is None else waiter
 
     async def _read(self, group_id: str, op: Callable[[GroupCoordinatorShard], T]) -> T:
@@ -213,7 +213,7 @@ class GroupCoordinator:
         if not group_id:
             return E.INVALID_GROUP_ID
         return self._write(group_id, lambda s: s.heartbeat(group_id, member_id, instance_id,
-                                                           generation), _blind_while_loading)
+                                                           generation), _heartbeat_error)
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
                     ) -> tuple[int, list] | asyncio.Future:
@@ -221,7 +221,7 @@ class GroupCoordinator:
         if not group_id:
             return E.INVALID_GROUP_ID, []
         return self._write(group_id, lambda s: s.leave_group(group_id, members),
-                           lambda code: (code, []))
+                           lambda exc: (error_code(exc), []))
 
     async def describe_groups(self, group_ids: list[str], version: int) -> list[DescribedGroup]:
         """Committed state of each group, in request order (one read per shard)."""
@@ -263,7 +263,7 @@ class GroupCoordinator:
             by_partition.setdefault(self.partition_for(gid), []).append(gid)
         for ids in by_partition.values():
             result = self._write(ids[0], lambda s, ids=ids: s.delete_groups(ids),
-                                 lambda code, ids=ids: [(g, code) for g in ids])
+                                 lambda exc, ids=ids: [(g, error_code(exc)) for g in ids])
             if isinstance(result, asyncio.Future):
                 result = await result
             errors.update(result)
@@ -292,7 +292,7 @@ class GroupCoordinator:
         result = self._write(
             group_id, lambda s: s.commit_offsets(group_id, generation, member_id, instance_id,
                                                  retention_ms, accepted, version),
-            lambda code: [code] * len(accepted))
+            lambda exc: [error_code(exc)] * len(accepted))
         if len(accepted) == len(partitions):
             return result
         if isinstance(result, asyncio.Future):
@@ -325,7 +325,7 @@ class GroupCoordinator:
                 else:
                     per[(topic, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
         result = self._write(group_id, lambda s: s.delete_offsets(group_id, list(wanted.items())),
-                             lambda code: (code, []))
+                             lambda exc: (error_code(exc), []))
         if isinstance(result, asyncio.Future):
             result = await result
         top, rows = result
@@ -356,7 +356,8 @@ class GroupCoordinator:
                 log.warning("deleting offsets of deleted partitions failed: %r", outcome)
 
 
-def _blind_while_loading(code: int) -> int:
+def _heartbeat_error(exc: BaseException) -> int:
+    code = error_code(exc)
     # Kafka answers heartbeats blindly while the partition loads.
     return E.NONE if code == E.COORDINATOR_LOAD_IN_PROGRESS else code
 
