@@ -333,7 +333,7 @@ class GroupMetadataManager:
 
     def _schedule_initial_join(self, group_id: str, delay: int, remaining: int) -> None:
         self.context.schedule(("join", group_id), delay,
-                             lambda _s: self._try_complete_initial(group_id, delay, remaining))
+                              lambda _s: self._try_complete_initial(group_id, delay, remaining))
 
     def _try_complete_initial(self, group_id: str, delay: int, remaining: int) -> Result:
         group = self.groups.get(group_id)
@@ -356,7 +356,7 @@ class GroupMetadataManager:
     def _schedule_join_timeout(self, group: ClassicGroup) -> None:
         gid = group.group_id
         self.context.schedule(("join", gid), group.rebalance_timeout_ms(),
-                             lambda _s: self._complete_join_by_id(gid))
+                              lambda _s: self._complete_join_by_id(gid))
 
     def _complete_join_by_id(self, group_id: str) -> Result:
         group = self.groups.get(group_id)
@@ -398,7 +398,7 @@ class GroupMetadataManager:
             group.pending_sync.add(member.member_id)
         generation = group.generation
         self.context.schedule(("sync", gid), group.rebalance_timeout_ms(),
-                             lambda _s: self._expire_pending_sync(gid, generation))
+                              lambda _s: self._expire_pending_sync(gid, generation))
 
     def _expire_pending_sync(self, group_id: str, generation: int) -> Result:
         group = self.groups.get(group_id)
@@ -418,7 +418,7 @@ class GroupMetadataManager:
 
     def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
         self.context.schedule(_heartbeat_key(group_id, member_id), delay_ms,
-                             lambda _s: self._expire_heartbeat(group_id, member_id))
+                              lambda _s: self._expire_heartbeat(group_id, member_id))
 
     def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
         group = self.groups.get(group_id)

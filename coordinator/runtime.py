@@ -174,7 +174,15 @@ class PartitionContext:
         when given (Kafka's ``exceptionally``). CoordinatorError raised
         by the op (or by an inactive context) propagates before anything is written."""
         self.check()
-        result = op(self.shard)
+        try:
+            result = op(self.shard)
+        except CoordinatorError:
+            raise
+        except Exception as exc:
+            # A bug: the op may have changed the shard half-way, so it is reloaded.
+            log.exception("__consumer_offsets-%d: a write op failed", self.partition)
+            self._fail(None, exc)
+            raise CoordinatorError(E.UNKNOWN_SERVER_ERROR) from exc
         records = result.records
         if not records:
             batch = self._last_batch()
@@ -228,7 +236,7 @@ class PartitionContext:
     def _open_batch(self) -> _Batch:
         loop = asyncio.get_running_loop()
         self._batch_seq += 1
-        batch = _Batch(("write-timeout", self.partition, self._batch_seq))
+        batch = _Batch(("write-timeout", self, self._batch_seq))
         self._open = batch
         if self._appending:
             self._flush_handle = loop.call_later(self._linger, self.flush)
@@ -310,7 +318,7 @@ class PartitionContext:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        log.warning("__consumer_offsets-%d: append failed (%r); failing %d pending writes and "
+        log.warning("__consumer_offsets-%d: write failed (%r); failing %d pending writes and "
                     "reloading the partition", self.partition, exc,
                     sum(len(b.waiters) for b in failed))
         for b in failed:

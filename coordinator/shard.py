@@ -189,7 +189,7 @@ class GroupCoordinatorShard:
     # Offsets retention -----------------------------------------------------------------------
     def _schedule_retention_check(self) -> None:
         self.context.schedule(self._retention_key, self.config.retention_check_interval_ms,
-                             lambda _s: self.cleanup_group_metadata())
+                              lambda _s: self.cleanup_group_metadata())
 
     def cleanup_group_metadata(self) -> Result:
         """Expired offsets, and Empty groups left without offsets, as tombstones."""

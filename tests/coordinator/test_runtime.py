@@ -124,3 +124,19 @@ async def test_timers_of_a_dropped_shard_do_not_fire():
     ctx.unload()
     clock.advance(2000)
     assert fired == [] and log.batches == 0
+
+
+async def test_an_op_that_raises_fails_cleanly_and_reloads_the_shard():
+    ctx, log, _clock = await loaded()
+    _e, w = commit(ctx, "g", ("t", 0, 1))
+    await w
+
+    def broken(shard):
+        shard.group_manager.ensure_group("half")  # changed memory, then hit a bug
+        raise RuntimeError("bug")
+    with pytest.raises(CoordinatorError) as failed:
+        ctx.write(broken)
+    assert failed.value.code == E.UNKNOWN_SERVER_ERROR
+    await reloaded(ctx)
+    assert "half" not in ctx.shard.groups
+    assert await committed(ctx, "g") == [("t", [(0, 1, -1, "", 0)])]
