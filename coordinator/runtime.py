@@ -326,6 +326,8 @@ class PartitionContext:
             self.clock.cancel(b.timer)
             for waiter in b.waiters:
                 _fail_waiter(waiter, exc)
+        if self.state is State.CLOSED:  # resigned: nothing to reload
+            return
         if self.state is State.ACTIVE:
             self.shard.on_unloaded(append_error(exc))
         self.shard = None
