@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from kafkette.protocol.group_records import GroupMetadataValue
 
@@ -25,24 +25,12 @@ from .group import ClassicGroup, GroupState, Member, new_member_id
 from .log import RawRecord
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
+from .runtime import ShardContext
 
 log = logging.getLogger("kafkette.coordinator")
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 S = GroupState
-
-
-class ShardContext(Protocol):
-    """What a shard uses of its runtime context (PartitionContext): time, timers whose ops go
-    through the write path, and futures for parked requests."""
-
-    def schedule(self, key: Any, delay_ms: int, op: Callable[[Any], Result]) -> None: ...
-
-    def cancel(self, key: Any) -> None: ...
-
-    def now_ms(self) -> int: ...
-
-    def new_future(self) -> asyncio.Future: ...
 
 
 _HEARTBEAT_RESULTS = {code: Result((), code) for code in (

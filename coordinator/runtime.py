@@ -33,6 +33,9 @@ MAX_BATCH_RECORDS = 5000
 T = TypeVar("T")
 
 
+WriteOp = Callable[[Any], Result]
+
+
 class Shard(Protocol):
     """What the runtime needs from a state machine (Kafka's CoordinatorShard)."""
 
@@ -45,8 +48,20 @@ class Shard(Protocol):
         """The shard is dropped: complete parked requests with ``error``."""
 
 
+class ShardContext(Protocol):
+    """What a shard may use of its context: time, timers whose ops go through the write path,
+    and futures for parked requests (soft state)."""
+
+    def schedule(self, key: Hashable, delay_ms: int, op: WriteOp) -> None: ...
+
+    def cancel(self, key: Hashable) -> None: ...
+
+    def now_ms(self) -> int: ...
+
+    def new_future(self) -> asyncio.Future: ...
+
+
 ShardFactory = Callable[["PartitionContext"], Shard]
-WriteOp = Callable[[Any], Result]
 
 
 class State(enum.Enum):

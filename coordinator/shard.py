@@ -21,7 +21,7 @@ from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
 from .group import GroupState
-from .group_manager import GroupMetadataManager, ShardContext
+from .group_manager import GroupMetadataManager
 from .log import RawRecord
 from .offset_manager import (
     CommitPartition,
@@ -31,6 +31,7 @@ from .offset_manager import (
 )
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
+from .runtime import ShardContext
 
 log = logging.getLogger("kafkette.coordinator")
 S = GroupState
