@@ -11,12 +11,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
-from kafkette.storage.topic_config import (
-    LIST,
-    TOPIC_CONFIGS,
-    InvalidConfigError,
-    validate_topic_configs,
-)
+from kafkette.storage.topic_config import LIST, TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
 
 from ..context import RequestContext
 from ..registry import api
