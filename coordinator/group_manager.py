@@ -405,7 +405,7 @@ class GroupMetadataManager:
                                       member.session_timeout_ms if delay_ms is None else delay_ms)
 
     def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
-        self.context.schedule(_heartbeat_key(group_id, member_id), delay_ms,
+        self.context.schedule(("heartbeat", group_id, member_id), delay_ms,
                               lambda _s: self._expire_heartbeat(group_id, member_id))
 
     def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
@@ -513,7 +513,8 @@ class GroupMetadataManager:
         group = self.groups.get(group_id)
         if group is None:
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
-        if group.is_in(S.DEAD):
+        state = group.state  # plain comparisons: the hottest group request
+        if state is S.DEAD:
             return _HEARTBEAT_RESULTS[E.COORDINATOR_NOT_AVAILABLE]
         try:
             group.validate_member(member_id, instance_id)
@@ -521,11 +522,12 @@ class GroupMetadataManager:
             return _HEARTBEAT_RESULTS.get(exc.code) or Result((), exc.code)
         if generation != group.generation:
             return _HEARTBEAT_RESULTS[E.ILLEGAL_GENERATION]
-        if group.is_in(S.EMPTY):
+        if state is S.EMPTY:
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
-        self._reschedule_heartbeat(group, group.members[member_id])
+        self._reschedule_heartbeat_id(group_id, member_id,
+                                      group.members[member_id].session_timeout_ms)
         return _HEARTBEAT_RESULTS[
-            E.REBALANCE_IN_PROGRESS if group.is_in(S.PREPARING_REBALANCE) else E.NONE]
+            E.REBALANCE_IN_PROGRESS if state is S.PREPARING_REBALANCE else E.NONE]
 
     def touch_member(self, group: ClassicGroup, member_id: str) -> None:
         """An offset commit counts as a heartbeat of a live member."""

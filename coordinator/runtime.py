@@ -200,7 +200,7 @@ class PartitionContext:
             raise CoordinatorError(E.UNKNOWN_SERVER_ERROR) from exc
         records = result.records
         if not records:
-            batch = self._last_batch()
+            batch = self._open or (self._inflight[-1] if self._inflight else None)
             if batch is None:
                 if result.on_durable is not None:
                     result.on_durable()
@@ -437,11 +437,11 @@ class CoordinatorRuntime:
             ctx.unload()
 
     def context(self, partition: int) -> PartitionContext:
-        """The context of ``partition``, CoordinatorError if it cannot take ops now."""
+        """The context of ``partition`` (NOT_COORDINATOR if none); its write/read check that
+        it can take ops."""
         ctx = self.contexts.get(partition)
         if ctx is None:
             raise CoordinatorError(E.NOT_COORDINATOR)
-        ctx.check()
         return ctx
 
     def active(self) -> list[PartitionContext]:

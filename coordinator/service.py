@@ -126,17 +126,21 @@ class GroupCoordinator:
         return self.owners.get(self.partition_for(group_id))
 
     def context_for(self, group_id: str) -> PartitionContext:
-        """The active context of a group or CoordinatorError(15/16/14), Kafka's runtime checks."""
+        """The context of a group's partition or CoordinatorError(15/16); its write/read raise
+        14/16 when it is (re)loading or closed (Kafka's runtime checks)."""
         if not self.started:
             raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
-        p = self.partition_for(group_id)
-        if self.owners.get(p) != self.node_id:
+        p = partition_for(group_id, self.num_partitions)
+        ctx = self.runtime.contexts.get(p)
+        if ctx is None or self.owners.get(p) != self.node_id:
             raise CoordinatorError(E.NOT_COORDINATOR)
-        return self.runtime.context(p)
+        return ctx
 
     def shard_for(self, group_id: str) -> GroupCoordinatorShard:
         """The group's shard as it is now (tests and tools; requests go through the runtime)."""
-        return self.context_for(group_id).shard
+        ctx = self.context_for(group_id)
+        ctx.check()
+        return ctx.shard
 
     def loading(self) -> bool:
         """True while a partition this node leads is (re)loading its log."""
@@ -212,8 +216,13 @@ class GroupCoordinator:
                   generation: int) -> int | asyncio.Future:
         if not group_id:
             return E.INVALID_GROUP_ID
-        return self._write(group_id, lambda s: s.heartbeat(group_id, member_id, instance_id,
-                                                           generation), _heartbeat_error)
+        try:  # _write, inlined: the hottest group request
+            response, waiter = self.context_for(group_id).write(
+                lambda s: s.heartbeat(group_id, member_id, instance_id, generation),
+                _heartbeat_error)
+        except CoordinatorError as exc:
+            return _heartbeat_error(exc)
+        return response if waiter is None else waiter
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
                     ) -> tuple[int, list] | asyncio.Future:

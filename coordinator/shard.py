@@ -47,6 +47,9 @@ class GroupCoordinatorShard:
         self.config = config
         self.group_manager = GroupMetadataManager(context, config)
         self.offset_manager = OffsetMetadataManager(partition, config.offset_metadata_max_bytes)
+        # Heartbeat(group id, member id, instance id, generation) -> Result: bound directly,
+        # it is the hottest group request.
+        self.heartbeat = self.group_manager.heartbeat
 
     @property
     def groups(self) -> dict:
@@ -118,10 +121,6 @@ class GroupCoordinatorShard:
 
     def sync_group(self, request: SyncRequest) -> Result:
         return self.group_manager.sync_group(request)
-
-    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
-                  generation: int) -> Result:
-        return self.group_manager.heartbeat(group_id, member_id, instance_id, generation)
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> Result:
         return self.group_manager.leave_group(group_id, members)
