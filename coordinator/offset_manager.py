@@ -51,6 +51,9 @@ def java_length(s: str) -> int:
 # Shortest OffsetCommitValue per version (empty metadata): v0/v2 offset+metadata+commit time,
 # v1 + expire time, v3 + leader epoch, v4 flexible (compact string, tag buffer).
 _MIN_VALUE_LENGTH = (20, 28, 20, 24, 24)
+# The same keyed by the value's version bytes, for replay's inlined check.
+MIN_LENGTH_BY_VERSION = {v.to_bytes(2, "big"): n for v, n in enumerate(_MIN_VALUE_LENGTH)}
+NOT_AN_OFFSET = 1 << 62
 
 
 def plausible_offset_value(value: bytes) -> bool:

@@ -24,10 +24,11 @@ from .group import GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord
 from .offset_manager import (
+    MIN_LENGTH_BY_VERSION,
+    NOT_AN_OFFSET,
     CommitPartition,
     FetchedTopic,
     OffsetMetadataManager,
-    plausible_offset_value,
 )
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
@@ -79,13 +80,14 @@ class GroupCoordinatorShard:
         An offset record whose key prefix (version, group, topic) was seen before only stores
         its value bytes: loading a large log decodes each group and topic name once."""
         cached = self.offset_manager.parts_by_prefix
+        min_length = MIN_LENGTH_BY_VERSION.get  # plausible_offset_value, inlined
         count = 0
         for key, value in records:
             count += 1
             if value is not None:
                 parts = cached.get(key[:-4])
                 if parts is not None:
-                    if plausible_offset_value(value):
+                    if len(value) >= min_length(value[:2], NOT_AN_OFFSET):
                         parts[int.from_bytes(key[-4:], "big", signed=True)] = value
                     else:
                         self.offset_manager.skip_undecodable(key)
