@@ -378,19 +378,14 @@ def _merge(codes: list[int], answers: list[int]) -> list[int]:
 
 
 def _then(fut: asyncio.Future, fn: Callable[[asyncio.Future], Any]) -> asyncio.Future:
-    """A future of ``fn(fut)`` once ``fut`` is done (a future returned by ``fn`` is followed)."""
+    """A future of ``fn(fut)`` once ``fut`` is done."""
     out = asyncio.get_running_loop().create_future()
 
     def done(f: asyncio.Future) -> None:
         try:
-            value = fn(f)
+            out.set_result(fn(f))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter
             out.set_exception(exc)
-            return
-        if isinstance(value, asyncio.Future):
-            value.add_done_callback(lambda v: out.set_result(v.result()) if not out.done() else None)
-        else:
-            out.set_result(value)
     fut.add_done_callback(done)
     return out
 
