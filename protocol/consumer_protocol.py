@@ -19,7 +19,7 @@ from kio.schema.consumer_protocol_subscription import v1 as _s1
 from kio.schema.consumer_protocol_subscription import v2 as _s2
 from kio.schema.consumer_protocol_subscription import v3 as _s3
 from kio.serial import entity_reader
-from kio.serial.errors import BufferUnderflow
+from kio.serial.errors import SerialError
 
 _SUBSCRIPTION_READERS = tuple(entity_reader(m.ConsumerProtocolSubscription)
                               for m in (_s0, _s1, _s2, _s3))
@@ -39,7 +39,7 @@ def _read(readers: tuple[Any, ...], data: bytes, what: str) -> Any:
         raise ConsumerProtocolError(f"unsupported {what} version {version}")
     try:
         value, _end = readers[min(version, len(readers) - 1)](memoryview(data), 2)
-    except (BufferUnderflow, UnicodeDecodeError, ValueError, IndexError) as exc:
+    except (SerialError, UnicodeDecodeError, ValueError, IndexError, OverflowError) as exc:
         raise ConsumerProtocolError(f"malformed {what}: {exc}") from exc
     return value
 

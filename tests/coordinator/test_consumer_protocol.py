@@ -57,8 +57,13 @@ def test_newer_versions_and_trailing_bytes_are_read_with_the_newest_schema():
     assert assignment_partitions(assignment) == [("t", 4), ("t", 5)]
 
 
-@pytest.mark.parametrize("data", [b"", b"\x00", b"\xff\xff\x00\x00\x00\x00",
-                                  b"\x00\x00\x00\x00\x00\x02\x00\x01", b"\x00\x00\x00\x00\x00\x05"])
+@pytest.mark.parametrize("data", [
+    b"", b"\x00", b"\xff\xff\x00\x00\x00\x00",             # short; negative version
+    b"\x00\x00\x00\x00\x00\x02\x00\x01", b"\x00\x00\x00\x00\x00\x05",  # truncated arrays
+    struct.pack(">hih", 0, 1, -1) + struct.pack(">i", -1),  # null topic name
+    struct.pack(">hih", 0, 1, 2) + b"\xff\xfe" + struct.pack(">i", -1),  # not UTF-8
+    struct.pack(">hi", 0, 2**31 - 1),                       # absurd count
+])
 def test_malformed_bytes_raise_one_error_type(data):
     with pytest.raises(ConsumerProtocolError):
         subscription_topics(data)
