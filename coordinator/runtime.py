@@ -361,11 +361,11 @@ class PartitionContext:
             await self.load()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception:
             log.exception("__consumer_offsets-%d: reloading failed", self.partition)
-            self.state = State.FAILED
+            self.state = State.FAILED  # stays so: ops get COORDINATOR_LOAD_IN_PROGRESS
             if self._ready is not None and not self._ready.done():
-                self._ready.set_exception(CoordinatorError(E.NOT_COORDINATOR, str(exc)))
+                self._ready.set_result(None)  # waiting reads retry and get that error
         finally:
             self._reload_task = None
 

@@ -140,3 +140,21 @@ async def test_an_op_that_raises_fails_cleanly_and_reloads_the_shard():
     await reloaded(ctx)
     assert "half" not in ctx.shard.groups
     assert await committed(ctx, "g") == [("t", [(0, 1, -1, "", 0)])]
+
+
+async def test_a_reload_that_fails_leaves_the_partition_loading_not_broken():
+    ctx, log, _clock = await loaded()
+    log.fail_with = KafkaStorageError("disk gone")
+    _e, w = commit(ctx, "g", ("t", 0, 1))
+    read = asyncio.ensure_future(committed(ctx, "g"))
+
+    async def unreadable():
+        raise OSError(5, "EIO")
+        yield  # pragma: no cover
+    log.read = unreadable  # type: ignore[method-assign]
+    with pytest.raises(KafkaStorageError):
+        await w
+    with pytest.raises(CoordinatorError) as refused:
+        await asyncio.wait_for(read, 5)
+    assert refused.value.code == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert ctx.state is State.FAILED
