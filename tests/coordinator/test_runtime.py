@@ -158,3 +158,20 @@ async def test_a_reload_that_fails_leaves_the_partition_loading_not_broken():
         await asyncio.wait_for(read, 5)
     assert refused.value.code == E.COORDINATOR_LOAD_IN_PROGRESS
     assert ctx.state is State.FAILED
+
+
+async def test_a_coordinator_that_has_not_started_answers_coordinator_not_available():
+    from kafkette.coordinator.offset_manager import CommitPartition
+    from kafkette.coordinator.requests import JoinRequest
+    from kafkette.coordinator.service import unavailable_coordinator
+
+    for service in (unavailable_coordinator(), memory_service()[0]):
+        join = service.join_group(JoinRequest("g", "", None, 10_000, 10_000, "consumer", (),
+                                              "c", "/h", 4))
+        assert join.error == E.COORDINATOR_NOT_AVAILABLE
+        assert service.heartbeat("g", "m", None, 1) == E.COORDINATOR_NOT_AVAILABLE
+        assert service.commit_offsets("g", -1, "", None, -1,
+                                      [CommitPartition("t", 0, 1, -1, None)], 9) == [15]
+        assert await service.fetch_offsets("g", [("t", [0])]) == (15, [("t", [(0, -1, -1, "", 15)])])
+        assert await service.list_groups(set(), set()) == (15, [])
+        assert service.find_coordinator("g", 0) == (15, -1, "", -1)
