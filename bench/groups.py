@@ -247,7 +247,9 @@ def replay_bench(records: int) -> tuple[float, float]:
     from kafkette.broker.config import BrokerConfig
     from kafkette.broker.offsets_log import PartitionOffsetsLog
     from kafkette.coordinator.clock import ManualClock
-    from kafkette.coordinator.shard import CoordinatorConfig, Shard
+    from kafkette.coordinator.config import CoordinatorConfig
+    from kafkette.coordinator.runtime import PartitionContext
+    from kafkette.coordinator.shard import GroupCoordinatorShard
     from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
     from kafkette.storage.topics import LogManager
 
@@ -270,9 +272,12 @@ def replay_bench(records: int) -> tuple[float, float]:
                 n += len(chunk)
             read_only = time.perf_counter() - t0
             assert n == records
-            shard = Shard(0, olog, ManualClock(), CoordinatorConfig())
+            config = CoordinatorConfig()
+            context = PartitionContext(0, olog, ManualClock(),
+                                       lambda c: GroupCoordinatorShard(0, c, config),
+                                       config.append_linger_ms, config.commit_timeout_ms)
             t0 = time.perf_counter()
-            assert await shard.load() == records
+            assert await context.load() == records
             loaded = time.perf_counter() - t0
             await logs.stop()
             return loaded, read_only

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import struct
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
+from kafkette.protocol.consumer_protocol import ConsumerProtocolError, assignment_partitions
 
 from .wire_client import WireClient, WireError
 
@@ -172,26 +172,9 @@ class AdminClient(WireClient):
 
 def decode_assignment(data: bytes) -> list[tuple[str, int]]:
     """Topic partitions of a consumer-protocol assignment; [] when empty or not decodable."""
-    if len(data) < 6:
-        return []
     try:
-        pos = 2  # version
-        (n_topics,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        out: list[tuple[str, int]] = []
-        for _ in range(max(n_topics, 0)):
-            (length,) = struct.unpack_from(">h", data, pos)
-            pos += 2
-            topic = data[pos:pos + length].decode()
-            pos += length
-            (n_parts,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            for _ in range(max(n_parts, 0)):
-                (p,) = struct.unpack_from(">i", data, pos)
-                pos += 4
-                out.append((topic, p))
-        return out
-    except (struct.error, UnicodeDecodeError):
+        return assignment_partitions(data)
+    except ConsumerProtocolError:
         return []
 
 

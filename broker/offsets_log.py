@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from kafkette.protocol.records import build_batch, key_values, parse_batch_header
@@ -50,7 +50,7 @@ def _decode_some(batches: Any) -> list[tuple[bytes, bytes | None]] | None:
 
 
 def coordinator_config(config: Any) -> Any:
-    from kafkette.coordinator.shard import CoordinatorConfig
+    from kafkette.coordinator.config import CoordinatorConfig
 
     return CoordinatorConfig(
         initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
@@ -61,10 +61,12 @@ def coordinator_config(config: Any) -> Any:
         offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
         retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
         append_linger_ms=config.get_int("group.coordinator.append.linger.ms"),
+        commit_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
     )
 
 
-async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
+async def start_coordinator(logs: Any, config: Any, clock: Any,
+                            advertised: Callable[[], tuple[str, int]]) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.service import GroupCoordinator
 
@@ -79,6 +81,14 @@ async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
     codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
     coord = GroupCoordinator(
         config.node_id, info.partitions, clock, coordinator_config(config),
-        lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec))
+        lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec),
+        partition_count=lambda topic: _partition_count(logs, topic),
+        advertised=advertised)
     await coord.start()
     return coord
+
+
+def _partition_count(logs: Any, topic: str) -> int:
+    """Partitions of ``topic`` (0 if it does not exist): valid indexes are 0 <= p < count."""
+    info = logs.topic(topic)
+    return info.partitions if info is not None else 0

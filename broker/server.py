@@ -44,7 +44,7 @@ class Broker:
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
             topics=TopicService(self.logs, self.config),
             records=RecordService(self.logs),
-            groups=GroupService(self.logs, self.config, self.clock),
+            groups=GroupService(self.logs, self.config, self.clock, lambda: self.advertised),
         )
         self._coordinator_task: asyncio.Future | None = None
 

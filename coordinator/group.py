@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import struct
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, CoordinatorError
+from kafkette.protocol.consumer_protocol import ConsumerProtocolError, subscription_topics
+from kafkette.protocol.group_records import OffsetCommitValue
+
+from .errors import (
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    ILLEGAL_GENERATION,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    CoordinatorError,
+)
 
 CONSUMER_PROTOCOL = "consumer"
 
@@ -268,8 +278,8 @@ class ClassicGroup:
         topics: set[str] = set()
         try:
             for member in self.members.values():
-                topics.update(parse_subscription_topics(member.metadata(self.protocol_name)))
-        except (ValueError, KeyError, struct.error):
+                topics.update(subscription_topics(member.metadata(self.protocol_name)))
+        except (ConsumerProtocolError, KeyError):
             return None
         return frozenset(topics)
 
@@ -277,6 +287,35 @@ class ClassicGroup:
         if self.subscribed_topics is None:
             return self.uses_consumer_protocol()
         return topic in self.subscribed_topics
+
+    # Offsets ---------------------------------------------------------------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None,
+                               generation: int) -> None:
+        """Kafka's ClassicGroup.validateOffsetCommit: CoordinatorError if refused."""
+        if self.is_in(GroupState.DEAD):
+            raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
+        if generation < 0 and self.is_in(GroupState.EMPTY):
+            return
+        if generation >= 0 or member_id != "" or instance_id is not None:
+            self.validate_member(member_id, instance_id)
+            if generation != self.generation:
+                raise CoordinatorError(ILLEGAL_GENERATION)
+        elif not self.is_in(GroupState.EMPTY):
+            raise CoordinatorError(UNKNOWN_MEMBER_ID)
+        if self.is_in(GroupState.COMPLETING_REBALANCE):
+            raise CoordinatorError(REBALANCE_IN_PROGRESS)
+
+    def offset_expiration_base(self) -> Callable[[OffsetCommitValue], int] | None:
+        """From when an offset's retention counts, None while offsets cannot expire."""
+        if self.protocol_type:
+            if self.is_in(GroupState.EMPTY):
+                ts = self.state_timestamp
+                return lambda v: ts if ts is not None else v.commit_timestamp
+            if self.uses_consumer_protocol() and self.subscribed_topics is not None and \
+                    self.is_in(GroupState.STABLE):
+                return lambda v: v.commit_timestamp
+            return None
+        return lambda v: v.commit_timestamp
 
     # Parked responses ------------------------------------------------------------------------
     def complete_join(self, member: Member, response: Any) -> bool:
@@ -303,25 +342,3 @@ class ClassicGroup:
         assert self.protocol_name is not None
         return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
                 for m in self.members.values()]
-
-
-def parse_subscription_topics(data: bytes) -> list[str]:
-    """Topics of an embedded ConsumerProtocolSubscription, parsed with the v0 prefix."""
-    pos = 2  # version
-    (count,) = struct.unpack_from(">i", data, pos)
-    pos += 4
-    if count < 0 or count > len(data):
-        raise ValueError("bad topic count")
-    topics = []
-    for _ in range(count):
-        (n,) = struct.unpack_from(">h", data, pos)
-        pos += 2
-        if n < 0 or pos + n > len(data):
-            raise ValueError("bad topic name")
-        topics.append(data[pos:pos + n].decode())
-        pos += n
-    # user data (nullable bytes) must be present for a valid v0 prefix
-    (n,) = struct.unpack_from(">i", data, pos)
-    if n > 0 and pos + 4 + n > len(data):
-        raise ValueError("bad user data")
-    return topics

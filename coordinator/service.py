@@ -1,4 +1,7 @@
-"""The group coordinator: shards by ``__consumer_offsets`` partition, loading, routing.
+"""The group coordinator service (Kafka's GroupCoordinatorService): what the group API handlers
+call. Routes a group to its ``__consumer_offsets`` partition, fans multi-group requests out over
+the shards, runs ops through the runtime and maps every failure to the Kafka error code the
+request answers with. The only place that turns exceptions into codes.
 
 Which node leads each partition is explicit (``owners``) so several nodes can share the
 partitions later; today every partition is led by this node.
@@ -9,16 +12,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from . import errors as E
 from .clock import Clock
-from .errors import CoordinatorError
+from .config import CoordinatorConfig
+from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
-from .shard import CoordinatorConfig, Shard
+from .offset_manager import CommitPartition, FetchedTopic
+from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
+from .runtime import CoordinatorRuntime, PartitionContext
+from .shard import GroupCoordinatorShard
 
 log = logging.getLogger("kafkette.coordinator")
+T = TypeVar("T")
+GROUP, TRANSACTION = 0, 1
 
 
 def java_string_hashcode(s: str) -> int:
@@ -39,48 +49,74 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return kafka_abs(java_string_hashcode(group_id)) % num_partitions
 
 
+def error_code(exc: BaseException) -> int:
+    """The code a failed op answers (CoordinatorOperationExceptionHelper)."""
+    if isinstance(exc, CoordinatorError):
+        return exc.code
+    code = append_error(exc)
+    if code == E.UNKNOWN_SERVER_ERROR:
+        log.error("coordinator operation hit an unexpected exception: %r", exc)
+    return code
+
+
 class GroupCoordinator:
+    """The service object the broker holds as ``broker.coordinator``."""
+
     def __init__(self, node_id: int, num_partitions: int, clock: Clock,
                  config: CoordinatorConfig,
-                 log_factory: Callable[[int], CoordinatorLog]) -> None:
+                 log_factory: Callable[[int], CoordinatorLog],
+                 partition_count: Callable[[str], int] | None = None,
+                 advertised: Callable[[], tuple[str, int]] | None = None) -> None:
         self.node_id = node_id
         self.num_partitions = num_partitions
         self.clock = clock
         self.config = config
-        self._log_factory = log_factory
-        self.shards: dict[int, Shard] = {}
+        # partitions of a topic (0: no such topic), for OffsetCommit/OffsetDelete validation
+        self._partition_count = partition_count or (lambda _topic: 2**31 - 1)
+        self._advertised = advertised or (lambda: ("", -1))
+        self.runtime = CoordinatorRuntime(
+            clock, log_factory,
+            lambda ctx: GroupCoordinatorShard(ctx.partition, ctx, config),
+            config.append_linger_ms, config.commit_timeout_ms)
         self.owners: dict[int, int] = {}
         self.started = False
-        self._loads: list[asyncio.Task] = []
+        self._loads: list[asyncio.Future] = []
 
+    # Lifecycle -------------------------------------------------------------------------------
     async def start(self, wait: bool = True) -> None:
         """Become leader of every partition and replay their logs."""
         t0 = time.perf_counter()
         for p in range(self.num_partitions):
             self.owners[p] = self.node_id
-            self.shards[p] = Shard(p, self._log_factory(p), self.clock, self.config)
         self.started = True
-        self._loads = [asyncio.ensure_future(self._load(s)) for s in self.shards.values()]
+        self._loads = [asyncio.ensure_future(self._load(p)) for p in range(self.num_partitions)]
         if wait:
             counts = await asyncio.gather(*self._loads)
             log.info("group coordinator loaded %d records from %d partitions in %.0f ms",
                      sum(counts), self.num_partitions, (time.perf_counter() - t0) * 1000)
 
-    async def _load(self, shard: Shard) -> int:
+    async def _load(self, partition: int) -> int:
         try:
-            return await shard.load()
+            return await self.runtime.load(partition)
         except Exception:
-            log.exception("loading __consumer_offsets-%d failed", shard.partition)
+            log.exception("loading __consumer_offsets-%d failed", partition)
             raise
 
     async def stop(self) -> None:
         for task in self._loads:
             task.cancel()
-        for shard in self.shards.values():
-            await shard.close()
-            if shard.active:
-                shard.unload()
+        await self.runtime.close()
         self.started = False
+
+    def resign(self, partition: int, new_owner: int = -1) -> None:
+        """Leadership of ``partition`` moves away (tests; future multi-node)."""
+        self.runtime.unload(partition)
+        self.owners[partition] = new_owner
+
+    async def elect(self, partition: int) -> None:
+        """Take over a partition: replay its log again."""
+        self.owners[partition] = self.node_id
+        await self.runtime.load(partition)
 
     # Routing ---------------------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -89,41 +125,293 @@ class GroupCoordinator:
     def coordinator_node(self, group_id: str) -> int | None:
         return self.owners.get(self.partition_for(group_id))
 
-    def shard_for(self, group_id: str) -> Shard:
-        """The active shard of a group or CoordinatorError(15/16/14), Kafka's runtime checks."""
+    def context_for(self, group_id: str) -> PartitionContext:
+        """The context of a group's partition or CoordinatorError(15/16); its write/read raise
+        14/16 when it is (re)loading or closed (Kafka's runtime checks)."""
         if not self.started:
             raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
-        p = self.partition_for(group_id)
-        shard = self.shards.get(p)
-        if shard is None or self.owners.get(p) != self.node_id:
+        p = partition_for(group_id, self.num_partitions)
+        ctx = self.runtime.contexts.get(p)
+        if ctx is None or self.owners.get(p) != self.node_id:
             raise CoordinatorError(E.NOT_COORDINATOR)
-        if shard.loading:
-            raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
-        if not shard.active:
-            raise CoordinatorError(E.NOT_COORDINATOR)
-        return shard
+        return ctx
+
+    def shard_for(self, group_id: str) -> GroupCoordinatorShard:
+        """The group's shard as it is now (tests and tools; requests go through the runtime)."""
+        ctx = self.context_for(group_id)
+        ctx.check()
+        return ctx.shard
 
     def loading(self) -> bool:
-        """True while a partition this node leads is still replaying its log."""
-        return any(s.loading for p, s in self.shards.items() if self.owners.get(p) == self.node_id)
+        """True while a partition this node leads is (re)loading its log."""
+        return self.runtime.loading()
 
-    def active_shards(self) -> list[Shard]:
-        return [s for p, s in self.shards.items()
-                if s.active and not s.loading and self.owners.get(p) == self.node_id]
+    def _write(self, group_id: str, op: Callable[[GroupCoordinatorShard], Any],
+               on_error: Callable[[BaseException], T]) -> Any:
+        """Run write op ``op`` on the group's shard: its response now, or a future of it
+        (resolved once durable); a failure becomes ``on_error(exception)`` (map it with
+        ``error_code``)."""
+        try:
+            response, waiter = self.context_for(group_id).write(op, on_error)
+        except CoordinatorError as exc:
+            return on_error(exc)
+        return response if waiter is None else waiter
 
-    # Leadership changes (tests; future multi-node) -------------------------------------------
-    def resign(self, partition: int, new_owner: int = -1) -> None:
-        shard = self.shards[partition]
-        if shard.active:
-            shard.unload()
-        self.owners[partition] = new_owner
+    async def _read(self, group_id: str, op: Callable[[GroupCoordinatorShard], T]) -> T:
+        return await self.context_for(group_id).read(op)
 
-    async def elect(self, partition: int) -> None:
-        """Take over a partition: replay its log again."""
-        old = self.shards.get(partition)
-        if old is not None:
-            await old.close()
-        shard = Shard(partition, self._log_factory(partition), self.clock, self.config)
-        self.shards[partition] = shard
-        self.owners[partition] = self.node_id
-        await shard.load()
+    # FindCoordinator -------------------------------------------------------------------------
+    def find_coordinator(self, key: str, key_type: int) -> tuple[int, int, str, int]:
+        """(error, node id, host, port) of the coordinator of ``key``."""
+        if key_type == TRANSACTION:
+            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        if key_type != GROUP:
+            return E.INVALID_REQUEST, -1, "", -1
+        if not self.started:
+            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        node = self.coordinator_node(key)
+        if node != self.node_id:
+            # Only this node exists today; a partition without a live leader is unavailable.
+            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        host, port = self._advertised()
+        return E.NONE, node, host, port
+
+    # Classic membership ----------------------------------------------------------------------
+    def join_group(self, request: JoinRequest) -> JoinResult | asyncio.Future:
+        """The JoinResult, or a future of it while the member is parked."""
+        if not request.group_id:
+            return JoinResult(E.INVALID_GROUP_ID, request.member_id)
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= request.session_timeout_ms <= cfg.max_session_timeout_ms:
+            return JoinResult(E.INVALID_SESSION_TIMEOUT, request.member_id)
+        return self._parked(request.group_id, lambda s: s.join_group(request),
+                            lambda code: JoinResult(code, request.member_id),
+                            lambda code: JoinResult(code, ""))
+
+    def sync_group(self, request: SyncRequest) -> SyncResult | asyncio.Future:
+        """The SyncResult, or a future of it while the member is parked."""
+        if not request.group_id:
+            return SyncResult(E.INVALID_GROUP_ID)
+        return self._parked(request.group_id, lambda s: s.sync_group(request), SyncResult,
+                            SyncResult)
+
+    def _parked(self, group_id: str, op: Callable[[GroupCoordinatorShard], Any],
+                refused: Callable[[int], Any], failed: Callable[[int], Any]) -> Any:
+        """Join/Sync: the op's response is a future the state machine completes (not gated on
+        the write); a failed write completes it with ``failed(code)`` if still open."""
+        answer: list[asyncio.Future] = []
+
+        def on_error(code: int) -> None:
+            if answer and not answer[0].done():
+                answer[0].set_result(failed(code))
+        try:
+            parked, _waiter = self.context_for(group_id).write(
+                op, lambda exc: on_error(error_code(exc)))
+        except CoordinatorError as exc:
+            return refused(exc.code)
+        answer.append(parked)
+        return parked.result() if parked.done() else parked
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                  generation: int) -> int | asyncio.Future:
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        try:  # _write, inlined: the hottest group request
+            response, waiter = self.context_for(group_id).write(
+                lambda s: s.heartbeat(group_id, member_id, instance_id, generation),
+                _heartbeat_error)
+        except CoordinatorError as exc:
+            return _heartbeat_error(exc)
+        return response if waiter is None else waiter
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
+                    ) -> tuple[int, list] | asyncio.Future:
+        """(error, [(member id, instance id, error)]) or a future of it."""
+        if not group_id:
+            return E.INVALID_GROUP_ID, []
+        return self._write(group_id, lambda s: s.leave_group(group_id, members),
+                           lambda exc: (error_code(exc), []))
+
+    async def describe_groups(self, group_ids: list[str], version: int) -> list[DescribedGroup]:
+        """Committed state of each group, in request order (one read per shard)."""
+        out: dict[str, DescribedGroup] = {}
+        by_partition: dict[int, list[str]] = {}
+        for gid in group_ids:
+            by_partition.setdefault(self.partition_for(gid), []).append(gid)
+        for ids in by_partition.values():
+            try:
+                described = await self._read(
+                    ids[0], lambda s, ids=ids: [s.describe_group(g, version) for g in ids])
+            except CoordinatorError as exc:
+                described = [DescribedGroup(g, exc.code, "", "", "", []) for g in ids]
+            out.update((d.group_id, d) for d in described)
+        return [out[g] for g in group_ids]
+
+    async def list_groups(self, states: set[str], types: set[str]
+                          ) -> tuple[int, list[tuple[str, str, str, str]]]:
+        """(error, [(group id, protocol type, state, group type)]) over every led shard."""
+        if not self.started:
+            return E.COORDINATOR_NOT_AVAILABLE, []
+        if self.loading():
+            return E.COORDINATOR_LOAD_IN_PROGRESS, []
+        rows: list[tuple[str, str, str, str]] = []
+        for p, ctx in sorted(self.runtime.contexts.items()):
+            if self.owners.get(p) != self.node_id:
+                continue
+            try:
+                rows.extend(await ctx.read(lambda s: s.list_groups(states, types)))
+            except CoordinatorError as exc:
+                return exc.code, []
+        return E.NONE, rows
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        """Error per group id (one write per shard)."""
+        errors: dict[str, int] = {}
+        by_partition: dict[int, list[str]] = {}
+        for gid in group_ids:
+            by_partition.setdefault(self.partition_for(gid), []).append(gid)
+        for ids in by_partition.values():
+            result = self._write(ids[0], lambda s, ids=ids: s.delete_groups(ids),
+                                 lambda exc, ids=ids: [(g, error_code(exc)) for g in ids])
+            if isinstance(result, asyncio.Future):
+                result = await result
+            errors.update(result)
+        return errors
+
+    # Offsets ---------------------------------------------------------------------------------
+    def commit_offsets(self, group_id: str, generation: int, member_id: str,
+                       instance_id: str | None, retention_ms: int,
+                       partitions: list[CommitPartition], version: int
+                       ) -> list[int] | asyncio.Future:
+        """Error per partition (request order), now or once the offsets are durable."""
+        codes: list[int] = []
+        accepted: list[CommitPartition] = []
+        counts: dict[str, int] = {}
+        for p in partitions:
+            count = counts.get(p.topic)
+            if count is None:
+                count = counts[p.topic] = self._partition_count(p.topic)
+            if 0 <= p.partition < count:
+                codes.append(-1)
+                accepted.append(p)
+            else:
+                codes.append(E.UNKNOWN_TOPIC_OR_PARTITION)
+        if not accepted:
+            return codes
+        result = self._write(
+            group_id, lambda s: s.commit_offsets(group_id, generation, member_id, instance_id,
+                                                 retention_ms, accepted, version),
+            lambda exc: [error_code(exc)] * len(accepted))
+        if len(accepted) == len(partitions):
+            return result
+        if isinstance(result, asyncio.Future):
+            return _then(result, lambda f: _merge(codes, f.result()))
+        return _merge(codes, result)
+
+    async def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
+                            ) -> tuple[int, list[FetchedTopic]]:
+        """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]); committed
+        offsets only. With the group error every asked partition carries it too."""
+        try:
+            rows = await self._read(group_id, lambda s: s.fetch_offsets(group_id, topics))
+        except CoordinatorError as exc:
+            return exc.code, [(name, [(p, -1, -1, "", exc.code) for p in parts])
+                              for name, parts in (topics or [])]
+        return E.NONE, rows
+
+    async def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]
+                             ) -> tuple[int, dict[tuple[str, int], int]]:
+        """(group error, error per (topic, partition)) for OffsetDelete."""
+        if not group_id:
+            return E.INVALID_GROUP_ID, {}
+        per: dict[tuple[str, int], int] = {}
+        wanted: dict[str, list[int]] = {}
+        for topic, partitions in topics:
+            count = self._partition_count(topic)
+            for p in partitions:
+                if 0 <= p < count:
+                    wanted.setdefault(topic, []).append(p)
+                else:
+                    per[(topic, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
+        result = self._write(group_id, lambda s: s.delete_offsets(group_id, list(wanted.items())),
+                             lambda exc: (error_code(exc), []))
+        if isinstance(result, asyncio.Future):
+            result = await result
+        top, rows = result
+        if top != E.NONE:
+            return top, {}
+        for name, parts in rows:
+            for p, err in parts:
+                per[(name, p)] = err
+        return E.NONE, per
+
+    async def on_partitions_deleted(self, topic_partitions: list[tuple[str, int]]) -> None:
+        """Delete every group's committed offsets of deleted topic partitions, on every shard
+        this node leads (Kafka's GroupCoordinator.onPartitionsDeleted)."""
+        if not self.started or not topic_partitions:
+            return
+        waits: list[Awaitable[Any]] = []
+        for ctx in self.runtime.active():
+            try:
+                _n, waiter = ctx.write(lambda s: s.on_partitions_deleted(topic_partitions))
+            except CoordinatorError as exc:
+                log.warning("__consumer_offsets-%d: cannot delete offsets of deleted "
+                            "partitions: %s", ctx.partition, exc)
+                continue
+            if waiter is not None:
+                waits.append(waiter)
+        for outcome in await asyncio.gather(*waits, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                log.warning("deleting offsets of deleted partitions failed: %r", outcome)
+
+
+def _heartbeat_error(exc: BaseException) -> int:
+    code = error_code(exc)
+    # Kafka answers heartbeats blindly while the partition loads.
+    return E.NONE if code == E.COORDINATOR_LOAD_IN_PROGRESS else code
+
+
+def _merge(codes: list[int], answers: list[int]) -> list[int]:
+    """Request-order codes with the placeholders (-1) replaced by the shard's answers."""
+    it = iter(answers)
+    return [next(it) if c == -1 else c for c in codes]
+
+
+def _then(fut: asyncio.Future, fn: Callable[[asyncio.Future], Any]) -> asyncio.Future:
+    """A future of ``fn(fut)`` once ``fut`` is done."""
+    out = asyncio.get_running_loop().create_future()
+
+    def done(f: asyncio.Future) -> None:
+        try:
+            out.set_result(fn(f))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            out.set_exception(exc)
+    fut.add_done_callback(done)
+    return out
+
+
+def unavailable_coordinator() -> GroupCoordinator:
+    """A coordinator that never started: every call answers COORDINATOR_NOT_AVAILABLE (what the
+    broker serves before its coordinator exists)."""
+    global _UNAVAILABLE
+    if _UNAVAILABLE is None:
+        _UNAVAILABLE = GroupCoordinator(-1, 1, _NoClock(), CoordinatorConfig(), _no_log)
+    return _UNAVAILABLE
+
+
+_UNAVAILABLE: GroupCoordinator | None = None
+
+
+class _NoClock:
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def schedule(self, key: Any, delay_ms: int, callback: Callable[[], object]) -> None:
+        pass
+
+    def cancel(self, key: Any) -> None:
+        pass
+
+
+def _no_log(partition: int) -> CoordinatorLog:
+    raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)

@@ -10,11 +10,11 @@ Records of unknown types (KIP-848 groups, share groups) are skipped, as Kafka's 
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Iterator
 
 import pyarrow as pa
 
+from kafkette.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -72,24 +72,13 @@ def _ms(value: int | None) -> int | None:
 
 
 def parse_assignment(data: bytes) -> list[dict] | None:
-    """ConsumerProtocol Assignment (any version: v0 prefix) -> [{topic, partitions}], or None."""
+    """ConsumerProtocol Assignment (any version) -> [{topic, partitions}], or None."""
     try:
-        pos = 2
-        (n,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        out = []
-        for _ in range(max(n, 0)):
-            (tlen,) = struct.unpack_from(">h", data, pos)
-            topic = data[pos + 2:pos + 2 + tlen].decode()
-            pos += 2 + tlen
-            (count,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            parts = list(struct.unpack_from(f">{max(count, 0)}i", data, pos))
-            pos += 4 * max(count, 0)
-            out.append({"topic": topic, "partitions": parts})
-        return out
-    except (struct.error, UnicodeDecodeError):
+        assignment = decode_assignment(data)
+    except ConsumerProtocolError:
         return None
+    return [{"topic": tp.topic, "partitions": [int(p) for p in tp.partitions]}
+            for tp in assignment.assigned_partitions]
 
 
 def _decode(batch: pa.RecordBatch) -> Iterator[tuple[object, object, int, int, int]]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kafkette.coordinator.errors import COORDINATOR_NOT_AVAILABLE, CoordinatorError
+from kafkette.coordinator.service import GroupCoordinator, unavailable_coordinator
 
 if TYPE_CHECKING:
-    from kafkette.coordinator.service import GroupCoordinator
-    from kafkette.coordinator.shard import Shard
-
     from ..context import RequestContext
 
 ZERO = timedelta(0)
@@ -22,11 +21,24 @@ def ms(value: timedelta | int) -> int:
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
+    """The group coordinator service; the only place handlers reach it. Before the
+    coordinator exists every call answers COORDINATOR_NOT_AVAILABLE."""
     coord = ctx.services.groups.coordinator
-    if coord is None:
-        raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
-    return coord
+    return coord if coord is not None else unavailable_coordinator()
 
 
-def shard_for(ctx: RequestContext, group_id: str) -> Shard:
-    return coordinator(ctx).shard_for(group_id)
+def respond_with(answer: Any, build: Callable[[Any], Any]) -> Any:
+    """``build(answer)``, or a future of it when the coordinator answers later."""
+    if not isinstance(answer, asyncio.Future):
+        return build(answer)
+    out = asyncio.get_running_loop().create_future()
+
+    def done(f: asyncio.Future) -> None:
+        if f.cancelled():
+            out.cancel()
+        elif f.exception() is not None:
+            out.set_exception(f.exception())  # type: ignore[arg-type]
+        else:
+            out.set_result(build(f.result()))
+    answer.add_done_callback(done)
+    return out

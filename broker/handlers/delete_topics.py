@@ -13,6 +13,7 @@ from kafkette.protocol.build import item_type, make
 from ..context import RequestContext
 from ..registry import api
 from ..services import ServiceError
+from ._groups_common import coordinator
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -29,6 +30,8 @@ async def handle_delete_topics(ctx: RequestContext, req: Any):
     for name, topic_id in wanted:
         try:
             info = await ctx.services.topics.delete(name, topic_id)
+            await coordinator(ctx).on_partitions_deleted(
+                [(info.name, p) for p in range(info.partitions)])
             name, topic_id, code, message = info.name, info.topic_id, ErrorCode.none, None
         except ServiceError as exc:
             code, message = exc.code, exc.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..offsets_log import start_coordinator
@@ -14,15 +15,18 @@ if TYPE_CHECKING:
 class GroupService:
     """Holds the coordinator once it exists; ``coordinator`` is None until it has loaded."""
 
-    def __init__(self, logs: LogManager, config: Any, clock: Any) -> None:
+    def __init__(self, logs: LogManager, config: Any, clock: Any,
+                 advertised: Callable[[], tuple[str, int]]) -> None:
         self._logs = logs
         self._config = config
         self._clock = clock
+        self._advertised = advertised
         self.coordinator: GroupCoordinator | None = None
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
-        self.coordinator = await start_coordinator(self._logs, self._config, self._clock)
+        self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
+                                             self._advertised)
 
     async def stop(self) -> None:
         coord, self.coordinator = self.coordinator, None

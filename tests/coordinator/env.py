@@ -40,6 +40,9 @@ class Env:
             "group.initial.rebalance.delay.ms": 3000,
             "group.min.session.timeout.ms": 6000,
             "group.max.session.timeout.ms": 1800000,
+            # Virtual time jumps (advance) must not time out a write still in flight in real
+            # time; tests of the write timeout set it.
+            "offsets.commit.timeout.ms": 3_600_000,
         })
         config.update({k: str(v) for k, v in overrides.items()})
         self.broker = ThreadedBroker(config, clock=self.clock)
@@ -87,11 +90,7 @@ class Env:
         """Wait until every coordinator write issued so far is durable."""
         import asyncio
 
-        for shard in self.coordinator.shards.values():
-            shard._appender.flush()
-            pending = shard.pending_write()
-            if pending is not None:
-                await asyncio.wait([pending])
+        await asyncio.gather(*(ctx.idle() for ctx in self.coordinator.runtime.contexts.values()))
 
     def raw_offsets_records(self) -> list[tuple[bytes, bytes | None]]:
         logs = self.broker.broker.logs

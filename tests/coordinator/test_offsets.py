@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkette.coordinator.runtime import State
 from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue
 
 from .env import DELETE, DESCRIBE, JOIN, LIST, OFFSET_DELETE, Env, subscription
@@ -158,8 +159,8 @@ def test_43_not_coordinator_and_loading(make_env):
     gid = e.group_id()
     p = e.coordinator.partition_for(gid)
     m = e.member()
-    shard = e.coordinator.shards[p]
-    e.run(lambda: setattr(shard, "loading", True))
+    context = e.coordinator.runtime.contexts[p]
+    e.run(lambda: setattr(context, "state", State.LOADING))
     assert m.join(gid, member_id="").error_code == 14
     assert m.heartbeat(gid, generation=1, member_id="x") == 0
     assert m.sync(gid, generation=1, member_id="x").error_code == 14
@@ -168,7 +169,7 @@ def test_43_not_coordinator_and_loading(make_env):
     assert r.groups[0].error_code == 14
     _assert_group_admin_errors(m, gid, 14)
     assert m.request(LIST, 5, states_filter=(), types_filter=()).error_code == 14
-    e.run(lambda: setattr(shard, "loading", False))
+    e.run(lambda: setattr(context, "state", State.ACTIVE))
     assert m.commit(gid, {("t", 0): 1}) == {("t", 0): 0}
     e.run(e.coordinator.resign, p)
     assert m.join(gid, member_id="").error_code == 16

@@ -11,9 +11,6 @@ import pytest
 
 from kafkette.broker.offsets_log import OFFSETS_TOPIC
 from kafkette.broker.testing import ThreadedBroker
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.log import MemoryLog
-from kafkette.coordinator.shard import CommitPartition, CoordinatorConfig, Shard
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 from kafkette.protocol.group_records import (
@@ -30,6 +27,7 @@ from kafkette.protocol.records import decode_records
 from tests.wire import WireClient, entity
 
 from .env import COMMIT, DESCRIBE, FETCH, Env, Member
+from .memory import commit, committed, loaded, memory_context, reloaded
 from .test_join_sync import form
 
 
@@ -86,21 +84,13 @@ def test_empty_group_record_bytes(make_env):
     assert [v.hex() for _k, v in raw] == ["0003000000000000ffffffff" + ts + "00000000"]
 
 
-# Shard with an in-memory log ---------------------------------------------------------------------
-
-def _shard(linger: int = 5) -> tuple[Shard, MemoryLog, ManualClock]:
-    log, clock = MemoryLog(), ManualClock()
-    shard = Shard(0, log, clock, CoordinatorConfig(append_linger_ms=linger))
-    return shard, log, clock
-
+# A partition context with an in-memory log -----------------------------------------------------
 
 async def test_commits_share_one_append():
-    shard, log, _clock = _shard()
-    await shard.load()
+    ctx, log, _clock = await loaded()
     writes = []
     for i in range(50):
-        errors, write = shard.commit_offsets(f"g{i % 5}", -1, "", None, -1,
-                                             [CommitPartition("t", i, i, -1, None)], 9)
+        errors, write = commit(ctx, f"g{i % 5}", ("t", i, i))
         assert errors == [0]
         writes.append(write)
     await asyncio.gather(*writes)
@@ -108,28 +98,28 @@ async def test_commits_share_one_append():
 
 
 async def test_failed_append_reverts_offsets_and_fails_commit():
-    shard, log, _clock = _shard()
-    await shard.load()
-    _e, w = shard.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 0, 5, -1, None)], 9)
+    ctx, log, _clock = await loaded()
+    _e, w = commit(ctx, "g", ("t", 0, 5))
     await w
     log.fail_with = TimeoutError("disk stalled")
-    _e, w = shard.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 0, 9, -1, None)], 9)
-    assert shard.fetch_offsets("g", [("t", [0])])[0][1][0][1] == 9  # applied optimistically
+    _e, w = commit(ctx, "g", ("t", 0, 9))
+    assert ctx.shard.fetch_offsets("g", [("t", [0])])[0][1][0][1] == 9  # replayed before the append
     with pytest.raises(TimeoutError):
         await w
-    await asyncio.sleep(0)
-    assert shard.fetch_offsets("g", [("t", [0])])[0][1][0][1] == 5
+    await reloaded(ctx)
+    assert await committed(ctx, "g") == [("t", [(0, 5, -1, "", 0)])]  # reloaded from the log
 
 
 async def test_load_replays_log_and_skips_unknown_types():
-    shard, log, clock = _shard()
+    ctx, log, _clock = memory_context()
     log.records = [
         (encode_key(OffsetCommitKey("g", "t", 0)), bytes.fromhex("0003000000000000002a0000000500000000018bcfe56800")),
         (bytes.fromhex("0010000167"), b"\x00\x00"),  # record type 16: skipped
         (encode_key(OffsetCommitKey("g", "t", 1)), bytes.fromhex("0003000000000000002a0000000500000000018bcfe56800")),
         (encode_key(OffsetCommitKey("g", "t", 1)), None),
     ]
-    assert await shard.load() == 4
+    assert await ctx.load() == 4
+    shard = ctx.shard
     assert shard.fetch_offsets("g", None) == [("t", [(0, 42, 5, "", 0)])]
     assert shard.groups["g"].state.value == "Empty" and shard.groups["g"].protocol_type is None
     shard.replay(encode_key(GroupMetadataKey("g")),
@@ -147,9 +137,8 @@ def _v0_key(group: str, topic: str, partition: int) -> bytes:
 
 async def test_load_follows_tombstones_and_group_deletion():
     """Keys whose prefix was seen take replay's fast path: removals must not leave it stale."""
-    shard, log, _clock = _shard()
     key = encode_key
-    log.records = [
+    ctx, _log, _clock = memory_context([
         (key(OffsetCommitKey("g", "t", 0)), _value(1)),
         (key(OffsetCommitKey("g", "t", 1)), _value(2)),
         (_v0_key("g", "t", 2), _value(3)),  # key v0: same group, topic and partition map
@@ -160,27 +149,48 @@ async def test_load_follows_tombstones_and_group_deletion():
         (key(GroupMetadataKey("g")), None),  # DeleteGroups wrote these
         (key(OffsetCommitKey("g", "t", 1)), _value(5)),  # the group is used again
         (key(OffsetCommitKey("h", "t", 0)), b"\x00\x09garbage"),  # undecodable value
-    ]
-    assert await shard.load() == 10
-    assert shard.fetch_offsets("g", None) == [("t", [(1, 5, -1, "", 0)])]
-    assert shard.groups["g"].state.value == "Empty"
-    assert shard.fetch_offsets("h", [("t", [0])]) == [("t", [(0, -1, -1, "", 0)])]
+    ])
+    assert await ctx.load() == 10
+    assert ctx.shard.fetch_offsets("g", None) == [("t", [(1, 5, -1, "", 0)])]
+    assert ctx.shard.groups["g"].state.value == "Empty"
+    assert ctx.shard.fetch_offsets("h", [("t", [0])]) == [("t", [(0, -1, -1, "", 0)])]
+
+
+@pytest.mark.parametrize("bad", [
+    b"\x00\x09garbage",                      # unknown value version (fast path: prefix seen)
+    b"\x00\x03\x00\x00\x00\x00\x00\x00",       # known version, truncated
+])
+async def test_load_keeps_the_previous_offset_over_an_undecodable_record(bad, caplog):
+    """A CRC-valid record that does not decode must not reset the offset to -1."""
+    key = encode_key
+    ctx, _log, _clock = memory_context([
+        (key(OffsetCommitKey("g", "t", 0)), _value(7)),
+        (key(OffsetCommitKey("g", "t", 1)), _value(8)),
+        (key(OffsetCommitKey("g", "t", 0)), bad),
+        (key(OffsetCommitKey("h", "u", 0)), _value(1)),
+        (key(OffsetCommitKey("h", "u", 0)), None),
+        (key(OffsetCommitKey("h", "u", 0)), _value(2)),
+        (key(OffsetCommitKey("h", "u", 0)), bad),       # slow path: prefix cache was cleared
+    ])
+    with caplog.at_level("WARNING", logger="kafkette.coordinator"):
+        assert await ctx.load() == 7
+    assert ctx.shard.fetch_offsets("g", None) == [("t", [(0, 7, -1, "", 0), (1, 8, -1, "", 0)])]
+    assert ctx.shard.fetch_offsets("h", None) == [("u", [(0, 2, -1, "", 0)])]
+    assert len([r for r in caplog.records if "undecodable" in r.getMessage()]) == 2
 
 
 async def test_failed_first_commit_of_a_topic_is_reverted():
-    shard, log, _clock = _shard()
-    await shard.load()
+    ctx, log, _clock = await loaded()
     log.fail_with = TimeoutError("disk stalled")
-    _e, w = shard.commit_offsets("g", -1, "", None, -1,
-                                 [CommitPartition("t", p, 7, -1, None) for p in range(3)], 9)
+    _e, w = commit(ctx, "g", *[("t", p, 7) for p in range(3)])
     with pytest.raises(TimeoutError):
         await w
-    await asyncio.sleep(0)
-    assert shard.fetch_offsets("g", None) == []
+    await reloaded(ctx)
+    assert await committed(ctx, "g") == []
     log.fail_with = None
-    _e, w = shard.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 1, 8, -1, None)], 9)
+    _e, w = commit(ctx, "g", ("t", 1, 8))
     await w
-    assert shard.fetch_offsets("g", None) == [("t", [(1, 8, -1, "", 0)])]
+    assert await committed(ctx, "g") == [("t", [(1, 8, -1, "", 0)])]
 
 
 # Record bytes of commits and groups made on the wire, read back from the log after a restart ------

@@ -1,0 +1,19 @@
+"""The group coordinator's configuration (the broker maps its properties onto this)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorConfig:
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    max_group_size: int = 2**31 - 1
+    offset_metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 604_800_000
+    retention_check_interval_ms: int = 600_000
+    append_linger_ms: int = 10
+    # offsets.commit.timeout.ms: how long any write op waits for its records to be durable
+    commit_timeout_ms: int = 5000

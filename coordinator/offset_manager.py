@@ -1,0 +1,229 @@
+"""Committed offsets of one shard (Kafka's OffsetMetadataManager): commit, fetch, delete,
+expire, and the replay of offset records.
+
+Offsets are kept as their record value bytes and decoded when read: loading a large log only
+stores bytes. Offset keys whose prefix (version, group, topic) was seen before take a fast path
+that decodes no name (``parts_by_prefix``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kafkette.protocol.group_records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    RecordDecodeError,
+    decode_offset_value,
+)
+
+from . import errors as E
+from . import records as R
+from .errors import CoordinatorError
+from .group import ClassicGroup, GroupState
+from .log import RawRecord
+from .result import Result
+
+log = logging.getLogger("kafkette.coordinator")
+S = GroupState
+
+
+@dataclass(slots=True)
+class CommitPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+# (topic, [(partition, offset, leader_epoch, metadata, error)])
+FetchedTopic = tuple[str, list[tuple[int, int, int, str, int]]]
+
+
+def java_length(s: str) -> int:
+    """Java String.length(): UTF-16 code units."""
+    return len(s.encode("utf-16-le")) // 2
+
+
+# Shortest OffsetCommitValue per version (empty metadata): v0/v2 offset+metadata+commit time,
+# v1 + expire time, v3 + leader epoch, v4 flexible (compact string, tag buffer).
+_MIN_VALUE_LENGTH = (20, 28, 20, 24, 24)
+# The same keyed by the value's version bytes, for replay's inlined check.
+MIN_LENGTH_BY_VERSION = {v.to_bytes(2, "big"): n for v, n in enumerate(_MIN_VALUE_LENGTH)}
+NOT_AN_OFFSET = 1 << 62
+
+
+def plausible_offset_value(value: bytes) -> bool:
+    """What replay checks before storing an offset's value bytes (decoded only when read): a
+    known OffsetCommitValue version (0-4) and at least that version's fixed fields. An offset
+    that fails this keeps its previous value; one that passes but does not decode reads as
+    missing."""
+    n = len(value)
+    return n >= 20 and value[0] == 0 and value[1] <= 4 and n >= _MIN_VALUE_LENGTH[value[1]]
+
+
+class OffsetMetadataManager:
+    def __init__(self, partition: int, metadata_max_bytes: int) -> None:
+        self.partition = partition
+        self.metadata_max_bytes = metadata_max_bytes
+        # group -> topic -> partition -> OffsetCommitValue bytes
+        self.offsets: dict[str, dict[str, dict[int, bytes]]] = {}
+        # OffsetCommitKey bytes without the partition -> the partition dict those keys fill
+        # (valid while that dict and its group exist: cleared whenever one is removed)
+        self.parts_by_prefix: dict[bytes, dict[int, bytes]] = {}
+
+    # Replay ----------------------------------------------------------------------------------
+    def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes) -> None:
+        if not plausible_offset_value(value):
+            self.skip_undecodable(key_bytes)
+            return
+        parts = self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})
+        parts[key.partition] = value
+        self.parts_by_prefix[key_bytes[:-4]] = parts
+
+    def replay_tombstone(self, key: OffsetCommitKey) -> None:
+        topics = self.offsets.get(key.group)
+        parts = topics.get(key.topic) if topics is not None else None
+        if parts is not None and parts.pop(key.partition, None) is not None and not parts:
+            del topics[key.topic]  # type: ignore[union-attr]
+            if not topics:
+                del self.offsets[key.group]
+            self.parts_by_prefix.clear()
+
+    def skip_undecodable(self, key_bytes: bytes) -> None:
+        log.warning("__consumer_offsets-%d: undecodable offset value for key %s (keeping the "
+                    "previous one)", self.partition, key_bytes.hex())
+
+    def forget_prefixes(self) -> None:
+        self.parts_by_prefix.clear()
+
+    # Reads -----------------------------------------------------------------------------------
+    def value(self, group_id: str, topic: str, partition: int,
+              data: bytes) -> OffsetCommitValue | None:
+        try:
+            return decode_offset_value(data)
+        except RecordDecodeError as exc:
+            log.warning("ignoring undecodable offset of group %s for %s-%d: %s",
+                        group_id, topic, partition, exc)
+            return None
+
+    def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
+              group_exists: bool) -> list[FetchedTopic]:
+        """All offsets of the group if ``topics`` is None, else the asked ones (-1 if none)."""
+        stored = self.offsets.get(group_id) if group_exists else None
+        if topics is None:
+            if not stored:
+                return []
+            topics = [(topic, sorted(parts)) for topic, parts in stored.items()]
+            missing = None
+        else:
+            missing = (-1, -1, "", E.NONE)
+        out = []
+        for topic, partitions in topics:
+            parts = stored.get(topic) if stored else None
+            rows = []
+            for p in partitions:
+                data = parts.get(p) if parts else None
+                v = None if data is None else self.value(group_id, topic, p, data)
+                if v is not None:
+                    rows.append((p, v.offset, v.leader_epoch, v.metadata, E.NONE))
+                elif missing is not None:
+                    rows.append((p, *missing))
+            out.append((topic, rows))
+        return out
+
+    # Writes ----------------------------------------------------------------------------------
+    def commit(self, group: ClassicGroup | None, group_id: str, generation: int, member_id: str,
+               instance_id: str | None, retention_ms: int, partitions: list[CommitPartition],
+               version: int, now_ms: int) -> Result:
+        """Offset records (replayed by the runtime: that creates a simple group) and the
+        per-partition errors. A group is validated by the group itself."""
+        try:
+            if group is None:
+                if generation >= 0:
+                    raise CoordinatorError(
+                        E.GROUP_ID_NOT_FOUND if version >= 9 else E.ILLEGAL_GENERATION)
+            else:
+                group.validate_offset_commit(member_id, instance_id, generation)
+        except CoordinatorError as exc:
+            return Result((), [exc.code] * len(partitions))
+        expire = None if retention_ms == -1 else now_ms + retention_ms
+        limit = self.metadata_max_bytes
+        errors: list[int] = []
+        records: list[RawRecord] = []
+        for p in partitions:
+            if p.metadata is not None and java_length(p.metadata) > limit:
+                errors.append(E.OFFSET_METADATA_TOO_LARGE)
+                continue
+            errors.append(E.NONE)
+            records.append(R.offset_commit(group_id, p.topic, p.partition, p.offset,
+                                           p.leader_epoch, p.metadata or "", now_ms, expire))
+        if records and group is None:
+            log.info("creating simple group %s via manual offset commit", group_id)
+        return Result(records, errors)
+
+    def delete(self, group: ClassicGroup, topics: list[tuple[str, list[int]]]
+               ) -> tuple[list[RawRecord], list[tuple[str, list[tuple[int, int]]]]]:
+        """OffsetDelete: tombstones and per-partition errors (group already validated)."""
+        stored = self.offsets.get(group.group_id, {})
+        records: list[RawRecord] = []
+        out = []
+        for topic, partitions in topics:
+            if group.is_subscribed_to(topic):
+                out.append((topic, [(p, E.GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions]))
+                continue
+            parts = stored.get(topic, {})
+            records.extend(R.offset_tombstone(group.group_id, topic, p)
+                           for p in partitions if p in parts)
+            out.append((topic, [(p, E.NONE) for p in partitions]))
+        return records, out
+
+    def delete_all(self, group_id: str, records: list[RawRecord]) -> None:
+        """Tombstones for every offset of the group (DeleteGroups)."""
+        for topic, parts in self.offsets.get(group_id, {}).items():
+            records.extend(R.offset_tombstone(group_id, topic, p) for p in parts)
+
+    def delete_partitions(self, topic_partitions: Iterable[tuple[str, int]],
+                          records: list[RawRecord]) -> None:
+        """Tombstones for every group's offset of the given (deleted) partitions."""
+        wanted: dict[str, set[int]] = {}
+        for topic, partition in topic_partitions:
+            wanted.setdefault(topic, set()).add(partition)
+        for group_id, topics in self.offsets.items():
+            for topic, gone in wanted.items():
+                parts = topics.get(topic)
+                if parts:
+                    records.extend(R.offset_tombstone(group_id, topic, p)
+                                   for p in parts if p in gone)
+
+    def expire(self, group: ClassicGroup, now_ms: int, retention_ms: int,
+               records: list[RawRecord]) -> bool:
+        """Tombstones for the group's expired offsets; True if none is left afterwards."""
+        group_id = group.group_id
+        stored = self.offsets.get(group_id)
+        if not stored:
+            return True
+        base: Callable[[OffsetCommitValue], int] | None = group.offset_expiration_base()
+        if base is None:
+            return False
+        all_expired = True
+        for topic, parts in stored.items():
+            if group.is_subscribed_to(topic):
+                all_expired = False
+                continue
+            for p, data in parts.items():
+                value = self.value(group_id, topic, p, data)
+                if value is None:
+                    expired = True
+                elif value.expire_timestamp is not None:
+                    expired = now_ms >= value.expire_timestamp
+                else:
+                    expired = now_ms - base(value) >= retention_ms
+                if expired:
+                    records.append(R.offset_tombstone(group_id, topic, p))
+                else:
+                    all_expired = False
+        return all_expired

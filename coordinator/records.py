@@ -1,0 +1,58 @@
+"""Record builders for ``__consumer_offsets`` (Kafka's GroupCoordinatorRecordHelpers).
+
+Encoding itself lives in protocol/group_records.py; these return encoded (key, value) pairs.
+"""
+
+from __future__ import annotations
+
+from kafkette.protocol.group_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    encode_key,
+    encode_offset_key,
+    encode_offset_value,
+    encode_value,
+)
+
+from .group import ClassicGroup
+from .log import RawRecord
+
+
+def group_metadata(group: ClassicGroup, assignment: dict[str, bytes]) -> RawRecord:
+    """The classic group as it is now, with ``assignment`` (member id -> bytes)."""
+    protocol = group.protocol_name
+    members = tuple(
+        MemberMetadata(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host,
+            m.rebalance_timeout_ms, m.session_timeout_ms,
+            m.metadata(protocol) if protocol is not None else b"",
+            assignment.get(m.member_id, b""),
+        )
+        for m in group.members.values()
+    )
+    ts = group.state_timestamp if group.state_timestamp is not None else -1
+    value = GroupMetadataValue(group.protocol_type or "", group.generation, protocol,
+                               group.leader_id, ts, members)
+    return encode_key(GroupMetadataKey(group.group_id)), encode_value(value)
+
+
+def empty_group_metadata(group: ClassicGroup) -> RawRecord:
+    """What Kafka writes when it creates a classic group: no protocol, generation 0."""
+    ts = group.state_timestamp if group.state_timestamp is not None else -1
+    value = GroupMetadataValue("", 0, None, None, ts, ())
+    return encode_key(GroupMetadataKey(group.group_id)), encode_value(value)
+
+
+def group_tombstone(group_id: str) -> RawRecord:
+    return encode_key(GroupMetadataKey(group_id)), None
+
+
+def offset_commit(group_id: str, topic: str, partition: int, offset: int, leader_epoch: int,
+                  metadata: str, commit_ms: int, expire_ms: int | None) -> RawRecord:
+    return (encode_offset_key(group_id, topic, partition),
+            encode_offset_value(offset, leader_epoch, metadata, commit_ms, expire_ms))
+
+
+def offset_tombstone(group_id: str, topic: str, partition: int) -> RawRecord:
+    return encode_offset_key(group_id, topic, partition), None

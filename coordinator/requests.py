@@ -1,0 +1,66 @@
+"""Request and answer values of the classic group APIs, as the coordinator service and the group
+manager exchange them (decoded from / encoded to kio by the broker's handlers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import errors as E
+from .group import Member, Protocols
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: int = E.NONE
+    member_id: str = ""
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: int = E.NONE
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    client_id: str
+    client_host: str
+    version: int
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class SyncRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    generation: int
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: dict[str, bytes]
+
+
+@dataclass(slots=True)
+class DescribedGroup:
+    group_id: str
+    error: int
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: list[tuple[Member, bytes]]  # (member, metadata or b"")
+    error_message: str | None = None
