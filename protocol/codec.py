@@ -13,6 +13,9 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from .headers import RequestHeader, parse_request_header, response_header
+from .validate import MalformedRequest, body_checker
+
+DEFAULT_MAX_ELEMENTS = 1_000_000
 
 API_VERSIONS_KEY = 18
 _I32 = struct.Struct(">i")
@@ -31,12 +34,21 @@ class ApiCodec:
     flexible: bool
     _read: Any
     _write: Any
+    _check: Any
     # One-slot memo (body object, encoded bytes): handlers that answer with the same immutable
     # response object (ApiVersions, empty Heartbeat answers) skip re-encoding it.
     _memo: list = field(default_factory=lambda: [None, b""])
 
-    def decode(self, frame: bytes, offset: int) -> Any:
-        """Decode the body at ``offset``; trailing bytes are tolerated (librdkafka sends them)."""
+    def decode(self, frame: bytes, offset: int, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Any:
+        """Decode the body at ``offset``; trailing bytes are tolerated (librdkafka sends them).
+
+        Lengths and counts are checked against the frame first (protocol/validate.py): kio's
+        reader would abort the process on an allocation a hostile count asks for.
+        """
+        try:
+            self._check(frame, offset, len(frame), [max_elements])
+        except MalformedRequest as exc:
+            raise DecodeError(str(exc)) from None
         try:
             value, _size = self._read(memoryview(frame), offset)
         except Exception as exc:  # kio raises several types for malformed input
@@ -87,6 +99,7 @@ def codec(api_key: int, version: int) -> ApiCodec:
         response_type=resp_type,
         flexible=bool(req_type.__flexible__),
         _read=entity_reader(req_type),
+        _check=body_checker(req_type),
         _write=entity_writer(resp_type),
     )
 
