@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from datetime import timedelta
 
 from kafkette.protocol.build import item_type, make
@@ -15,13 +16,13 @@ from kafkette.protocol.codec import request_type
 from tests.wire import WireClient, entity
 
 JOIN, SYNC, HEARTBEAT, COMMIT = 11, 14, 12, 8
-GROUP = "healthy-group"
 TOPIC = "healthy-topic"
 
 
 class HealthyClient:
     def __init__(self, bootstrap: str, timeout: float = 30) -> None:
         self.client = WireClient(bootstrap, client_id="healthy", timeout=timeout)
+        self.group = f"healthy-{uuid.uuid4().hex[:8]}"
         self.max_wait = 0.0
         self.requests = 0
         self.errors: list[str] = []
@@ -46,7 +47,7 @@ class HealthyClient:
         member_id = ""
         for _ in range(2):  # v4+: the first join answers MEMBER_ID_REQUIRED with our id
             joined = self.client.request(
-                JOIN, 5, group_id=GROUP, session_timeout=30000, rebalance_timeout=30000,
+                JOIN, 5, group_id=self.group, session_timeout=30000, rebalance_timeout=30000,
                 member_id=member_id, group_instance_id=None, protocol_type="consumer",
                 protocols=protocols)
             member_id = joined.member_id
@@ -54,14 +55,14 @@ class HealthyClient:
                 break
         assert joined.error_code == 0, joined
         synced = self.client.request(
-            SYNC, 3, group_id=GROUP, generation_id=joined.generation_id, member_id=member_id,
+            SYNC, 3, group_id=self.group, generation_id=joined.generation_id, member_id=member_id,
             group_instance_id=None, assignments=())
         assert synced.error_code == 0, synced
         return member_id, joined.generation_id
 
     def round(self, offset: int) -> None:
         """One heartbeat and one commit; errors are recorded."""
-        beat = self._timed(HEARTBEAT, 4, group_id=GROUP, generation_id=self.generation,
+        beat = self._timed(HEARTBEAT, 4, group_id=self.group, generation_id=self.generation,
                            member_id=self.member_id, group_instance_id=None)
         if beat.error_code != 0:
             self.errors.append(f"heartbeat error {beat.error_code}")
@@ -70,7 +71,7 @@ class HealthyClient:
                          partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
                          committed_metadata="")
         committed = self._timed(
-            COMMIT, 8, group_id=GROUP, generation_id_or_member_epoch=self.generation,
+            COMMIT, 8, group_id=self.group, generation_id_or_member_epoch=self.generation,
             member_id=self.member_id, group_instance_id=None,
             retention_time=timedelta(milliseconds=-1),
             topics=(entity(commit_type, "topics", name=TOPIC, partitions=(partition,)),))
