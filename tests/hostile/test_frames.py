@@ -10,9 +10,9 @@ import logging
 import struct
 
 import pytest
-
-from kafkette.protocol.codec import encode_request, request_type
 from kafkette.protocol.build import make
+from kafkette.protocol.codec import encode_request, request_type
+
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient
 
