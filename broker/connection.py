@@ -45,7 +45,8 @@ class KafkaConnection(asyncio.Protocol):
         self._max_queued = max(config.get_int("queued.max.requests"), 1)
         max_bytes = config.get_int("queued.max.request.bytes")
         self._max_queued_bytes = max_bytes if max_bytes > 0 else 1 << 62
-        self._max_unsent = max(config.get_int("queued.max.response.bytes"), 1)
+        # uvloop takes write-buffer limits as a C int.
+        self._max_unsent = min(max(config.get_int("queued.max.response.bytes"), 1), 0x7FFFFFFF)
         self._max_elements = max(config.get_int("request.max.elements"), 1)
         self._queue: deque[bytes] = deque()
         self._queued_bytes = 0
