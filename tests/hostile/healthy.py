@@ -39,11 +39,10 @@ class HealthyClient:
         return response
 
     def _join(self) -> tuple[str, int]:
-        metadata = request_type(3, 12)
-        self.client.request(3, 12, topics=(make(item_type(metadata, "topics"), name=TOPIC,
-                                                topic_id=None),),
-                            allow_auto_topic_creation=True,
-                            include_topic_authorized_operations=False)
+        create = request_type(19, 7)
+        self.client.request(19, 7, topics=(entity(
+            create, "topics", name=TOPIC, num_partitions=1, replication_factor=-1,
+            assignments=(), configs=()),), timeout=timedelta(seconds=5), validate_only=False)
         protocols = (entity(request_type(JOIN, 5), "protocols", name="range", metadata=b""),)
         member_id = ""
         for _ in range(2):  # v4+: the first join answers MEMBER_ID_REQUIRED with our id

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import struct
+import uuid
 
 import pytest
-from kafkette.protocol.build import make
+from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import encode_request, request_type
+from kio.schema.errors import ErrorCode
 
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient
@@ -73,3 +75,17 @@ def test_string_of_32767_bytes_is_still_served(kafka_broker):
         client.send_raw(_find_coordinator_v4("g" * 0x7FFF))
         _corr, response = client.receive(10, 4)
         assert response.coordinators[0].key == "g" * 0x7FFF
+
+
+def test_metadata_v11_topic_by_id_is_an_invalid_request(kafka_broker):
+    """v10-11 carry topic ids but may not use them; the response has no null names."""
+    metadata = request_type(3, 11)
+    with WireClient(kafka_broker) as client:
+        response = client.request(3, 11, topics=(
+            make(item_type(metadata, "topics"), name=None, topic_id=uuid.uuid4()),
+            make(item_type(metadata, "topics"), name="named", topic_id=uuid.UUID(int=0))),
+            allow_auto_topic_creation=True, include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False)
+        assert [(t.name, t.error_code) for t in response.topics] == [
+            ("", ErrorCode.invalid_request), ("named", ErrorCode.invalid_request)]
+        assert client.request(18, 0).error_code == 0  # the connection stays open
