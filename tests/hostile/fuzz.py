@@ -160,6 +160,8 @@ class FuzzResult:
     closed: int  # cases whose connection the broker closed
     answered: int
     seconds: float
+    tracebacks: int  # in the broker's log: handler or encoder failures
+    log_lines: int
 
 
 def _limit_address_space() -> None:
@@ -203,12 +205,15 @@ def _rss_mib(pid: int) -> float:
     return 0.0
 
 
-def run_fuzz(cases: int, seed: int = 1, workers: int = 8, log_dir: str | None = None,
-             broker_log: Any = None) -> FuzzResult:
+def run_fuzz(cases: int, seed: int = 1, workers: int = 8,
+             broker_log: str | None = None) -> FuzzResult:
+    """Send ``cases`` requests; the broker's log goes to ``broker_log`` (default: a temp file)."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="kafkette-fuzz-") as tmp:
-        config = test_config(log_dir or tmp, **{"auto.create.topics.enable": "false"})
-        with BrokerProcess(config, preexec_fn=_limit_address_space, stderr=broker_log) as proc:
+        config = test_config(tmp, **{"auto.create.topics.enable": "false"})
+        log_path = Path(broker_log or os.path.join(tmp, "broker.log"))
+        with log_path.open("w") as log, \
+                BrokerProcess(config, preexec_fn=_limit_address_space, stderr=log) as proc:
             versions = _advertised(proc.bootstrap)
             frames: list[bytes] = []
             while len(frames) < cases:
@@ -242,13 +247,15 @@ def run_fuzz(cases: int, seed: int = 1, workers: int = 8, log_dir: str | None = 
                 if alive:
                     healthy.wait_rounds(3)
             assert proc.proc is not None
+            log_text = log_path.read_text(errors="replace")
             return FuzzResult(
                 cases=cases, broker_alive=alive, returncode=proc.proc.poll(),
                 healthy_errors=healthy.errors, healthy_max_wait=healthy.max_wait,
                 healthy_requests=healthy.requests,
                 broker_rss_mib=_rss_mib(proc.proc.pid) if alive else 0.0,
                 closed=outcomes["closed"], answered=outcomes["answered"],
-                seconds=time.monotonic() - started)
+                seconds=time.monotonic() - started, tracebacks=log_text.count("Traceback"),
+                log_lines=log_text.count("\n"))
 
 
 def main() -> None:
@@ -259,12 +266,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--broker-log", default=None, help="file for the broker's log")
     args = parser.parse_args()
-    log = open(args.broker_log, "w") if args.broker_log else None  # noqa: SIM115
-    try:
-        result = run_fuzz(args.cases, args.seed, args.workers, broker_log=log)
-    finally:
-        if log:
-            log.close()
+    result = run_fuzz(args.cases, args.seed, args.workers, broker_log=args.broker_log)
     print(result)
     if not result.broker_alive or result.healthy_errors:
         raise SystemExit(1)
