@@ -159,7 +159,8 @@ class _Compiler:
                 inner, is_array, _nullable = _unwrap(fld.type)
                 tagged[tag] = self.namespace[self._function(
                     f"tag_{name}_{fld.name}",
-                    self._field_lines(fld, flexible, inner, is_array, True)
+                    # Null allowed in a tag's value, except a struct: it has no null marker.
+                    self._field_lines(fld, flexible, inner, is_array, not is_dataclass(inner))
                     if is_array or is_dataclass(inner) or _fixed_size(fld) is None
                     else [f"pos += {_fixed_size(fld)}", "if pos > end: " + _TRUNCATED])]
                 continue
