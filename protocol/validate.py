@@ -118,7 +118,11 @@ def _array_lines(name: str, flexible: bool, nullable: bool, item: str | None,
                  item_size: int) -> list[str]:
     """Lines checking one array at ``pos``: ``item`` checks one element, None: fixed size."""
     if flexible:
-        lines = ["count, pos = uvarint(buf, pos, end)", "count -= 1"]
+        lines = ["if pos >= end: " + _TRUNCATED,
+                 "count = buf[pos]",
+                 "if count < 0x80: pos += 1",
+                 "else: count, pos = uvarint(buf, pos, end)",
+                 "count -= 1"]
     else:
         lines = ["if pos + 4 > end: " + _TRUNCATED, "count = i32(buf, pos)[0]", "pos += 4"]
     lines += [
@@ -169,10 +173,13 @@ class _Compiler:
             if size is not None:
                 fixed += size
                 continue
+            lines = self._field_lines(fld, flexible, inner, is_array, nullable)
             if fixed:
-                body += [f"pos += {fixed}", "if pos > end: " + _TRUNCATED]
+                # The next field's own bound check (pos >= end, pos + n > end) covers the skip.
+                bounded = lines[0].startswith("if pos ")
+                body += [f"pos += {fixed}"] + ([] if bounded else ["if pos > end: " + _TRUNCATED])
                 fixed = 0
-            body += self._field_lines(fld, flexible, inner, is_array, nullable)
+            body += lines
         if fixed:
             body += [f"pos += {fixed}", "if pos > end: " + _TRUNCATED]
         if flexible:
