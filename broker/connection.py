@@ -17,7 +17,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from kafkette.protocol.codec import DecodeError, codec
+from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
 
@@ -218,6 +218,10 @@ class KafkaConnection(asyncio.Protocol):
             return
         try:
             data = api_codec.encode_response(corr, result)
+        except UnencodableResponse as exc:
+            self.close(f"api {api_codec.api_key} v{api_codec.version} response cannot be "
+                       f"encoded: {exc}")
+            return
         except Exception:
             log.exception("encoding api %d v%d response failed; closing %s",
                           api_codec.api_key, api_codec.version, self.peer)

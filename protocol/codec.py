@@ -10,6 +10,7 @@ from typing import Any
 
 from kio.index import load_payload_module
 from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 
 from .headers import RequestHeader, parse_request_header, response_header
@@ -23,6 +24,11 @@ _I32 = struct.Struct(">i")
 
 class DecodeError(Exception):
     """A request body could not be decoded with the schema of its version."""
+
+
+class UnencodableResponse(Exception):
+    """A response value does not fit its wire type (e.g. a member id grown past 32,767 bytes
+    from a client id of that length); the connection is closed, as for a malformed request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +70,10 @@ class ApiCodec:
         if memo[0] is body:
             return memo[1]
         buf = io.BytesIO()
-        self._write(buf, body)
+        try:
+            self._write(buf, body)
+        except OutOfBoundValue as exc:
+            raise UnencodableResponse(str(exc)) from None
         encoded = buf.getvalue()
         memo[0], memo[1] = body, encoded
         return encoded

@@ -44,10 +44,21 @@ def _null_protocols_join_v5() -> bytes:
     return frame[:-4] + struct.pack(">i", -1)
 
 
+def _join_v5_with_longest_client_id() -> bytes:
+    """Legal, but the member id Kafka derives from it (client id + "-" + uuid) is too long for
+    the response's string: the connection closes with one line, no traceback."""
+    return encode_request(11, 5, 7, "c" * 0x7FFF, make(
+        request_type(11, 5), group_id="g", session_timeout=10000, rebalance_timeout=10000,
+        member_id="", group_instance_id=None, protocol_type="consumer",
+        protocols=(make(item_type(request_type(11, 5), "protocols"), name="range",
+                        metadata=b""),)))
+
+
 MALFORMED_FRAMES = {
     **{name: bytes.fromhex(hex_frame) for name, hex_frame in ABORTING_FRAMES.items()},
     "null-required-array": _null_protocols_join_v5(),
     "group-id-over-32767-bytes": _find_coordinator_v4("g" * 40000),
+    "member-id-over-32767-bytes": _join_v5_with_longest_client_id(),
 }
 
 
