@@ -13,6 +13,7 @@ import uuid
 import pytest
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import encode_request, request_type
+from kafkette.protocol.headers import encode_uvarint
 from kio.schema.errors import ErrorCode
 
 from tests.hostile.healthy import HealthyClient
@@ -54,11 +55,19 @@ def _join_v5_with_longest_client_id() -> bytes:
                         metadata=b""),)))
 
 
+def _header_tags(count: int, payload: bytes) -> bytes:
+    """ApiVersions v3 whose flexible request header announces ``count`` tagged fields."""
+    body = struct.pack(">hhih", 18, 3, 1, -1) + encode_uvarint(count) + payload
+    return struct.pack(">i", len(body)) + body
+
+
 MALFORMED_FRAMES = {
     **{name: bytes.fromhex(hex_frame) for name, hex_frame in ABORTING_FRAMES.items()},
     "null-required-array": _null_protocols_join_v5(),
     "group-id-over-32767-bytes": _find_coordinator_v4("g" * 40000),
     "member-id-over-32767-bytes": _join_v5_with_longest_client_id(),
+    "header-tag-count-2^32": _header_tags(0xFFFFFFFF, b""),
+    "header-of-20000-empty-tags": _header_tags(20000, b"\x00\x00" * 20000),
 }
 
 
