@@ -265,6 +265,9 @@ def _tagged_fields_checker(known: dict[int, Check]) -> Check:
         if pos < end and buf[pos] == 0:  # no tagged fields: the common case
             return pos + 1
         count, pos = _uvarint(buf, pos, end)
+        if count * 2 > end - pos:  # a tag and a size: two bytes at least
+            raise MalformedRequest(f"{count} tagged fields need at least {count * 2} bytes, "
+                                   f"{end - pos} left")
         budget[0] -= count
         if budget[0] < 0:
             raise MalformedRequest("tagged fields exceed the element limit")
