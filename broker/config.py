@@ -30,7 +30,7 @@ DEFAULTS: dict[str, str] = {
     # (a client that does not read its answers), and one request may hold at most this many
     # array elements (bounds the event-loop work one request can cause; Kafka has no limit).
     "queued.max.response.bytes": "16777216",
-    "request.max.elements": "50000",
+    "request.max.elements": "20000",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # Storage (Kafka defaults).

@@ -16,7 +16,7 @@ from kio.static.constants import EntityType
 from .headers import RequestHeader, parse_request_header, response_header
 from .validate import MalformedRequest, body_checker
 
-DEFAULT_MAX_ELEMENTS = 50_000  # broker config request.max.elements
+DEFAULT_MAX_ELEMENTS = 20_000  # broker config request.max.elements
 
 API_VERSIONS_KEY = 18
 _I32 = struct.Struct(">i")
