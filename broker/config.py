@@ -21,6 +21,16 @@ DEFAULTS: dict[str, str] = {
     "default.replication.factor": "1",
     "auto.create.topics.enable": "true",
     "socket.request.max.bytes": "104857600",
+    # Per connection (Kafka's are broker-wide; a channel is muted while its request is handled):
+    # reading stops while this many requests, or bytes of them, wait on one connection
+    # (queued.max.request.bytes: kafkette bounds it at 100 MiB; -1 = unbounded as in Kafka).
+    "queued.max.requests": "500",
+    "queued.max.request.bytes": "104857600",
+    # kafkette's own: reading stops while a connection's unsent responses exceed this many bytes
+    # (a client that does not read its answers), and one request may hold at most this many
+    # array elements (bounds the event-loop work one request can cause; Kafka has no limit).
+    "queued.max.response.bytes": "16777216",
+    "request.max.elements": "20000",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # Storage (Kafka defaults).

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
-from kafkette.protocol.codec import DecodeError, codec
+from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
 
@@ -37,16 +37,26 @@ class ConnectionOwner(Protocol):
     connections: set[KafkaConnection]
 
 
-_MAX_QUEUED_FRAMES = 128
-
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(self, broker: ConnectionOwner) -> None:
         self.broker = broker
-        self._reader = FrameReader(broker.config.get_int("socket.request.max.bytes"))
+        config = broker.config
+        self._reader = FrameReader(config.get_int("socket.request.max.bytes"))
+        # Backpressure (Kafka mutes a channel while its request is handled and its response
+        # unsent): reading stops while too many requests or request bytes wait, or while the
+        # client leaves too many response bytes unread.
+        self._max_queued = max(config.get_int("queued.max.requests"), 1)
+        max_bytes = config.get_int("queued.max.request.bytes")
+        self._max_queued_bytes = max_bytes if max_bytes > 0 else 1 << 62
+        # uvloop takes write-buffer limits as a C int.
+        self._max_unsent = min(max(config.get_int("queued.max.response.bytes"), 1), 0x7FFFFFFF)
+        self._max_elements = max(config.get_int("request.max.elements"), 1)
         self._queue: deque[bytes] = deque()
+        self._queued_bytes = 0
         self._busy = False
-        self._paused = False
+        self._paused = False  # reading paused
+        self._write_blocked = False  # unsent responses over queued.max.response.bytes
         self._closed = False
         self._task: asyncio.Task | None = None
         self._out: list[bytes] = []  # responses ready in this drain, written with one syscall
@@ -65,6 +75,7 @@ class KafkaConnection(asyncio.Protocol):
             self.peer = f"{peer[0]}:{peer[1]}"
             self.client_host = f"/{peer[0]}"
         self.broker.connections.add(self)
+        self.transport.set_write_buffer_limits(high=self._max_unsent)
         if self._idle_ms > 0:
             self._idle_handle = asyncio.get_running_loop().call_later(
                 self._idle_ms / 1000, self._check_idle
@@ -79,6 +90,16 @@ class KafkaConnection(asyncio.Protocol):
             self._idle_handle.cancel()
         self._queue.clear()
 
+    def pause_writing(self) -> None:
+        self._write_blocked = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_blocked = False
+        if not self._busy:
+            self._drain()
+        self._update_reading()
+
     def data_received(self, data: bytes) -> None:
         self._last_active = time.monotonic()
         try:
@@ -86,20 +107,32 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as exc:
             self.close(f"bad frame: {exc}")
             return
-        if not frames:
+        if frames:
+            self._queue.extend(frames)
+            self._queued_bytes += sum(map(len, frames))
+            if not self._busy:
+                self._drain()
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Pause or resume reading from the socket as the queues and the write buffer say."""
+        if self._closed or self.transport is None:
             return
-        self._queue.extend(frames)
-        if not self._busy:
-            self._drain()
-        if len(self._queue) > _MAX_QUEUED_FRAMES and not self._paused and self.transport:
+        full = (self._write_blocked or len(self._queue) >= self._max_queued
+                or self._queued_bytes >= self._max_queued_bytes)
+        if full and not self._paused:
             self._paused = True
             self.transport.pause_reading()
+        elif self._paused and not full:
+            self._paused = False
+            self.transport.resume_reading()
 
     # Request processing -----------------------------------------------------------------
     def _drain(self) -> None:
         queue = self._queue
-        while queue and not self._closed:
+        while queue and not self._closed and not self._write_blocked:
             frame = queue.popleft()
+            self._queued_bytes -= len(frame)
             outcome = self._dispatch(frame)
             if outcome is None:
                 return  # connection closed
@@ -116,9 +149,7 @@ class KafkaConnection(asyncio.Protocol):
                 return
             self._send(corr, api_codec, result)
         self._flush()
-        if self._paused and self.transport and not self._closed:
-            self._paused = False
-            self.transport.resume_reading()
+        self._update_reading()
 
     async def _finish(self, corr: int, api_codec: Any, awaitable: Any) -> None:
         try:
@@ -165,7 +196,7 @@ class KafkaConnection(asyncio.Protocol):
         api_codec = codec(key, version)
         try:
             header, offset = parse_request_header(frame, api_codec.flexible)
-            body = api_codec.decode(frame, offset)
+            body = api_codec.decode(frame, offset, self._max_elements)
         except (HeaderError, DecodeError) as exc:
             self.close(f"undecodable api {key} v{version} request: {exc}")
             return None
@@ -188,16 +219,16 @@ class KafkaConnection(asyncio.Protocol):
                      api_codec.api_key, corr)
             self.close(None)
             return
-        if type(result) is bytes:
-            # An encoded body: only OffsetCommit (group handlers) until the coordinator rewrite.
-            self._out.append(api_codec.frame(corr, result))
-            return
         if type(result) is SplicedResponse:
             self._flush()
             write_spliced(self.transport, api_codec, corr, result)
             return
         try:
             data = frame_response(api_codec, corr, result)
+        except UnencodableResponse as exc:
+            self.close(f"api {api_codec.api_key} v{api_codec.version} response cannot be "
+                       f"encoded: {exc}")
+            return
         except Exception:
             log.exception("encoding api %d v%d response failed; closing %s",
                           api_codec.api_key, api_codec.version, self.peer)
@@ -227,5 +258,6 @@ class KafkaConnection(asyncio.Protocol):
         if reason:
             log.warning("closing connection from %s: %s", self.peer, reason)
         self._queue.clear()
+        self._queued_bytes = 0
         if self.transport is not None:
             self.transport.close()

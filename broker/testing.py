@@ -134,8 +134,13 @@ class BrokerProcess:
 
     _BOUND = re.compile(r"kafkette listening on ([\w.:-]+):(\d+)")
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: Mapping[str, Any], *, preexec_fn: Callable[[], None] | None = None,
+                 stderr: Any = None) -> None:
+        """``preexec_fn`` runs in the child before exec (e.g. an address-space limit);
+        ``stderr`` receives the broker's log (default: this process's stderr)."""
         self.config = {k: str(v) for k, v in config.items()}
+        self._preexec_fn = preexec_fn
+        self._stderr = stderr
         self.proc: subprocess.Popen | None = None
         self.host = "127.0.0.1"
         self.port = 0
@@ -145,8 +150,9 @@ class BrokerProcess:
         args = [sys.executable, "-m", "kafkette.broker", "serve"]
         for key, value in self.config.items():
             args += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=None, text=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                     preexec_fn=self._preexec_fn)  # noqa: PLW1509
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         match = self._BOUND.search(line)

@@ -153,7 +153,7 @@ class ClassicGroup:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
-        self.supported.update(name for name, _ in member.protocols)
+        self.supported.update(_names(member.protocols))
         member.join_future = future
         if future is not None:
             self.awaiting_join_count += 1
@@ -164,7 +164,7 @@ class ClassicGroup:
     def remove(self, member_id: str) -> None:
         member = self.members.pop(member_id, None)
         if member is not None:
-            self.supported.subtract(name for name, _ in member.protocols)
+            self.supported.subtract(_names(member.protocols))
             if member.awaiting_join:
                 self.awaiting_join_count -= 1
             if member.group_instance_id is not None:
@@ -176,9 +176,9 @@ class ClassicGroup:
 
     def update_member(self, member: Member, protocols: Protocols, rebalance_timeout_ms: int,
                       session_timeout_ms: int, future: asyncio.Future | None) -> None:
-        self.supported.subtract(name for name, _ in member.protocols)
+        self.supported.subtract(_names(member.protocols))
         member.protocols = protocols
-        self.supported.update(name for name, _ in protocols)
+        self.supported.update(_names(protocols))
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         if future is not None and not member.awaiting_join:
@@ -342,3 +342,9 @@ class ClassicGroup:
         assert self.protocol_name is not None
         return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
                 for m in self.members.values()]
+
+
+def _names(protocols: Protocols) -> set[str]:
+    """A member's protocol names, each once: a JoinGroup listing one name twice still counts as
+    one vote, so the group can select it (a double count left no candidate and the join hung)."""
+    return {name for name, _ in protocols}

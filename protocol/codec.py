@@ -10,9 +10,13 @@ from typing import Any
 
 from kio.index import load_payload_module
 from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 
 from .headers import RequestHeader, parse_request_header, response_header
+from .validate import MalformedRequest, body_checker
+
+DEFAULT_MAX_ELEMENTS = 20_000  # broker config request.max.elements
 
 API_VERSIONS_KEY = 18
 _I32 = struct.Struct(">i")
@@ -20,6 +24,11 @@ _I32 = struct.Struct(">i")
 
 class DecodeError(Exception):
     """A request body could not be decoded with the schema of its version."""
+
+
+class UnencodableResponse(Exception):
+    """A response value does not fit its wire type (e.g. a member id grown past 32,767 bytes
+    from a client id of that length); the connection is closed, as for a malformed request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +40,21 @@ class ApiCodec:
     flexible: bool
     _read: Any
     _write: Any
+    _check: Any
     # One-slot memo (body object, encoded bytes): handlers that answer with the same immutable
     # response object (ApiVersions, empty Heartbeat answers) skip re-encoding it.
     _memo: list = field(default_factory=lambda: [None, b""])
 
-    def decode(self, frame: bytes, offset: int) -> Any:
-        """Decode the body at ``offset``; trailing bytes are tolerated (librdkafka sends them)."""
+    def decode(self, frame: bytes, offset: int, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Any:
+        """Decode the body at ``offset``; trailing bytes are tolerated (librdkafka sends them).
+
+        Lengths and counts are checked against the frame first (protocol/validate.py): kio's
+        reader would abort the process on an allocation a hostile count asks for.
+        """
+        try:
+            self._check(frame, offset, len(frame), [max_elements])
+        except MalformedRequest as exc:
+            raise DecodeError(str(exc)) from None
         try:
             value, _size = self._read(memoryview(frame), offset)
         except Exception as exc:  # kio raises several types for malformed input
@@ -52,7 +70,10 @@ class ApiCodec:
         if memo[0] is body:
             return memo[1]
         buf = io.BytesIO()
-        self._write(buf, body)
+        try:
+            self._write(buf, body)
+        except OutOfBoundValue as exc:
+            raise UnencodableResponse(str(exc)) from None
         encoded = buf.getvalue()
         memo[0], memo[1] = body, encoded
         return encoded
@@ -87,6 +108,7 @@ def codec(api_key: int, version: int) -> ApiCodec:
         response_type=resp_type,
         flexible=bool(req_type.__flexible__),
         _read=entity_reader(req_type),
+        _check=body_checker(req_type),
         _write=entity_writer(resp_type),
     )
 

@@ -59,8 +59,13 @@ def encode_uvarint(n: int) -> bytes:
     return bytes(out)
 
 
+MAX_HEADER_TAGS = 10_000  # bounds the loop below: a 100 MiB header of empty tags is a freeze
+
+
 def skip_tagged_fields(buf: bytes, pos: int) -> int:
     count, pos = read_uvarint(buf, pos)
+    if count > MAX_HEADER_TAGS or count * 2 > len(buf) - pos:
+        raise HeaderError(f"{count} tagged fields in {len(buf) - pos} bytes")
     for _ in range(count):
         _tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

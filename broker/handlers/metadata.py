@@ -5,9 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from kio.schema.errors import ErrorCode
-
 from kafkette.protocol.build import item_type, make
+from kio.schema.errors import ErrorCode
 
 from ..context import RequestContext
 from ..registry import api
@@ -43,6 +42,10 @@ async def handle_metadata(ctx: RequestContext, req):
     requested = req.topics
     if ctx.api_version == 0 and not requested:
         requested = None  # v0: an empty list means all topics
+    if requested is not None and ctx.api_version < 12 and any(
+            t.name is None or getattr(t, "topic_id", None) not in (None, ZERO_UUID)
+            for t in requested):
+        return _invalid_request(ctx, requested)
     if requested is None:
         topics = tuple(topic_entry(ErrorCode.none, t.name, t) for t in topics_service.all())
     else:
@@ -79,3 +82,21 @@ async def handle_metadata(ctx: RequestContext, req):
         cluster_authorized_operations=AUTH_OPS_OMITTED,
         error_code=ErrorCode.none,
     )
+
+
+def _invalid_request(ctx: RequestContext, requested) -> object:
+    """v10-11 carry topic ids but may not use them (KafkaApis: InvalidRequestException).
+
+    Kafka answers MetadataRequest.getErrorResponse: every topic INVALID_REQUEST with no
+    partitions, a null name as "" (the response does not allow null), no brokers.
+    """
+    cls = ctx.response_type
+    topic_cls = item_type(cls, "topics")
+    topics = tuple(
+        make(topic_cls, error_code=ErrorCode.invalid_request, name=t.name or "",
+             topic_id=getattr(t, "topic_id", None) or ZERO_UUID, is_internal=False,
+             partitions=(), topic_authorized_operations=AUTH_OPS_OMITTED)
+        for t in requested)
+    return make(cls, throttle_time=timedelta(0), brokers=(), cluster_id=None, controller_id=-1,
+                topics=topics, cluster_authorized_operations=AUTH_OPS_OMITTED,
+                error_code=ErrorCode.invalid_request)

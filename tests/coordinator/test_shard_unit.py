@@ -267,3 +267,15 @@ def test_replayed_group_record_restores_members_and_timers(shard):
     shard.on_loaded()  # arms the session timer of every member
     _ctx(shard).clock.advance(SESSION)
     assert shard.groups["g"].state.value == "Empty"
+
+
+def test_a_protocol_listed_twice_by_one_member_is_still_selected(shard):
+    """Found by the fuzzer: [range, range] from the only member counted two votes for one
+    member, no protocol had every member's vote and the join never completed."""
+    twice = (("range", subscription("t")), ("range", subscription("t")))
+    request = JoinRequest("g", "", None, SESSION, SESSION, "consumer", twice, "client",
+                          "/10.0.0.1", 3)
+    joined = shard.join_group(request)
+    _ctx(shard).clock.advance(3000)
+    answer = joined.response.result()
+    assert (answer.error, answer.protocol_name, answer.generation) == (E.NONE, "range", 1)
