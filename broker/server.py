@@ -11,6 +11,8 @@ from kafkette.coordinator.clock import SystemClock
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from . import handlers  # noqa: F401  (registers every API route)
+from .admin import start_admin, stop_admin
+from .admin.stats import BrokerStats
 from .config import BrokerConfig
 from .connection import KafkaConnection
 from .offsets_log import start_coordinator
@@ -42,6 +44,8 @@ class Broker:
         self._create_lock = asyncio.Lock()
         self.coordinator: GroupCoordinator | None = None
         self._coordinator_task: asyncio.Future | None = None
+        self.stats = BrokerStats()
+        self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -63,6 +67,7 @@ class Broker:
         self._bound = (host, port)
         log.info("kafkette listening on %s:%d (node.id=%d)", host, port, self.config.node_id)
         self._coordinator_task = asyncio.ensure_future(self._start_coordinator())
+        self.admin = await start_admin(self)
 
     async def _start_coordinator(self) -> None:
         self.coordinator = await start_coordinator(self)
@@ -73,6 +78,7 @@ class Broker:
             await asyncio.shield(self._coordinator_task)
 
     async def stop(self) -> None:
+        self.admin = await stop_admin(self.admin)
         if self._server is not None:
             self._server.close()
             for conn in list(self.connections):

@@ -34,6 +34,7 @@ from kafkette.protocol.group_records import (
 from . import errors as E
 from .clock import Clock
 from .errors import CoordinatorError, append_error
+from .events import GroupEventLog
 from .group import ClassicGroup, GroupState, Member, Protocols, new_member_id
 from .log import CoordinatorLog, RawRecord
 
@@ -233,6 +234,7 @@ class Shard:
         self.loading = True
         self.active = False
         self._appender = _Appender(log_, config.append_linger_ms)
+        self.events = GroupEventLog(clock)
 
     # Lifecycle -------------------------------------------------------------------------------
     async def load(self) -> int:
@@ -244,6 +246,7 @@ class Shard:
         return count
 
     def _on_loaded(self) -> None:
+        self.events.loaded()
         self.loading = False
         self.active = True
         for group in self.groups.values():
@@ -575,6 +578,7 @@ class Shard:
         if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
             group.new_member_added = True
         group.add(member, fut)
+        self.events.emit(group.group_id, "member-joined", member_id=member_id, client_id=r.client_id, client_host=r.client_host, instance_id=r.group_instance_id)
         self._reschedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance_or_complete_join(group)
 
@@ -594,6 +598,7 @@ class Shard:
             sync_fence=SyncResult(E.FENCED_INSTANCE_ID),
         )
         self.clock.cancel(f"heartbeat-{group.group_id}-{old_id}")
+        self.events.emit(group.group_id, "static-member-replaced", member_id=new_id, previous_member_id=old_id, instance_id=instance_id)
         self._reschedule_heartbeat(group, new)
         old_rebalance, old_session, old_protocols = (
             new.rebalance_timeout_ms, new.session_timeout_ms, new.protocols)
@@ -653,6 +658,7 @@ class Shard:
             self.clock.schedule(f"join-{gid}", delay,
                                 lambda: self._try_complete_initial(gid, delay, remaining))
         group.transition(S.PREPARING_REBALANCE, self.clock.now_ms())
+        self.events.emit(group.group_id, "rebalance-started", generation=group.generation, members=len(group.members))
         log.debug("preparing to rebalance group %s (generation %d)", group.group_id, group.generation)
         if not initial:
             self._maybe_complete_join_else_schedule(group)
@@ -704,6 +710,7 @@ class Shard:
             self._schedule_join_timeout(group)
             return
         group.init_next_generation(self.clock.now_ms())
+        self.events.emit(gid, "generation", generation=group.generation, members=len(group.members), protocol=group.protocol_name, leader=group.leader_id)
         if group.is_in(S.EMPTY):
             log.info("group %s with generation %d is now empty", gid, group.generation)
             self._append([self._group_record(group, {})], replay=False)
@@ -731,6 +738,7 @@ class Shard:
                 group.remove(member_id)
                 self.clock.cancel(f"heartbeat-{group_id}-{member_id}")
             log.info("removed members of group %s that did not sync in time", group_id)
+            self.events.emit(group_id, "sync-expired", generation=generation)
             self._prepare_rebalance(group)
 
     def _reschedule_heartbeat(self, group: ClassicGroup, member: Member,
@@ -756,6 +764,7 @@ class Shard:
         if member is None or member.has_satisfied_heartbeat():
             return
         log.info("member %s of group %s failed its session timeout; removing it", member_id, group_id)
+        self.events.emit(group_id, "session-expired", member_id=member_id)
         self._remove_member_and_update(group, member)
 
     def _remove_member_and_update(self, group: ClassicGroup, member: Member) -> None:
@@ -844,6 +853,7 @@ class Shard:
                 member.assignment = assignment.get(member.member_id, b"")
             self._propagate_assignment(group, E.NONE)
             group.transition(S.STABLE, self.clock.now_ms())
+            self.events.emit(group.group_id, "rebalance-completed", generation=generation, members=len(group.members))
         write.add_done_callback(on_written)
 
     # Heartbeat / LeaveGroup ------------------------------------------------------------------
@@ -908,6 +918,7 @@ class Shard:
         member = group.members[member_id]
         self.clock.cancel(f"heartbeat-{group.group_id}-{member_id}")
         log.info("member %s leaves group %s", member_id, group.group_id)
+        self.events.emit(group.group_id, "member-left", member_id=member_id)
         group.complete_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
         group.remove(member_id)
 
@@ -946,6 +957,7 @@ class Shard:
                             encode_offset_value(p.offset, p.leader_epoch, p.metadata or "", now,
                                                 expire)))
         write = self._write(records, replay=True) if records else None
+        self.events.committed(group_id, len(records))
         if created and write is not None:
             def on_written(f: asyncio.Future, group: ClassicGroup = group) -> None:
                 if not f.cancelled() and f.exception() is not None:

@@ -148,6 +148,7 @@ class _Plan:
         self.version = ctx.api_version
         self.req = req
         logs = ctx.broker.logs
+        self.stats = ctx.broker.stats
         self.topics: list[tuple[Any, list[tuple[Any, PartitionLog | None, ErrorCode]]]] = []
         self.logs: list[PartitionLog] = []
         self.has_error = False
@@ -184,6 +185,7 @@ class _Plan:
         total = 0
         error = self.has_error
         read_committed = getattr(self.req, "isolation_level", 0) == 1
+        self.topic_bytes: dict[str, int] = {}
         for key, entries in self.topics:
             if v >= 13:
                 b.raw(key.bytes if isinstance(key, uuid.UUID) else bytes(16))
@@ -209,6 +211,7 @@ class _Plan:
                     min_one = False
                     remaining -= slice_.size
                     total += slice_.size
+                    self.topic_bytes[plog.topic] = self.topic_bytes.get(plog.topic, 0) + slice_.size
                 b.raw(_PART_FIXED.pack(p.partition, code.value, hw, lso, start)[: 22 if v < 5 else 30])
                 if read_committed:
                     b.array_len(0)
@@ -231,6 +234,7 @@ def handle_fetch(ctx: RequestContext, req: Any):
     response, total, error = plan.build()
     max_wait = req.max_wait.total_seconds()
     if error or total >= req.min_bytes or max_wait <= 0 or not plan.logs:
+        plan.stats.fetched(plan.topic_bytes)
         return response
     return _long_poll(plan, max_wait, req.min_bytes)
 
@@ -251,6 +255,7 @@ async def _long_poll(plan: _Plan, max_wait: float, min_bytes: int) -> FetchRespo
                 plog.remove_waiter(fut)
         response, total, error = plan.build()
         if error or total >= min_bytes or loop.time() >= deadline or any(p.closed for p in plan.logs):
+            plan.stats.fetched(plan.topic_bytes)
             return response
 
 

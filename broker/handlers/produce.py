@@ -210,6 +210,7 @@ def handle_produce(ctx: RequestContext, req: Any):
             else:
                 try:
                     outcome = _append(ctx, tdata.name, pdata.index, pdata.records, acks)
+                    ctx.broker.stats.produced(tdata.name, len(pdata.records))
                     if not isinstance(outcome, AppendInfo):
                         pending.append(outcome)
                 except _Failed as failed:
