@@ -161,8 +161,8 @@ def _timestamp(ms: int) -> str:
 
 def topic(t: dict[str, Any], partition: int, limit: int, found: dict[str, Any] | None) -> str:
     name = t["name"]
-    parts = [f'<tr><td>{_topic_link(name, p["partition"])}</td>{_cell(p["partition"])}'
-             f'{_cell(p["log_start_offset"])}{_cell(p["log_end_offset"])}'
+    parts = [f'<tr><td><a href="?partition={p["partition"]}&amp;limit={limit}">'
+             f'{p["partition"]}</a></td>{_cell(p["log_start_offset"])}{_cell(p["log_end_offset"])}'
              f'{_cell(_size(p["size_bytes"]))}</tr>' for p in t["partitions"]]
     options = "".join(f'<option value="{p["partition"]}"{" selected" if p["partition"] == partition else ""}>'
                       f'{p["partition"]}</option>' for p in t["partitions"])
@@ -181,7 +181,7 @@ def topic(t: dict[str, Any], partition: int, limit: int, found: dict[str, Any] |
                                  "records", "no records")
     configs = "".join(f"<tr>{_cell(k)}{_cell(v, 'mono')}</tr>" for k, v in t["configs"].items())
     body = (f'<h1>Topic {escape(name)}</h1>'
-            + _table(["Partition", "#", "Log start", "Log end", "Size"], parts, "partitions")
+            + _table(["Partition", "Log start", "Log end", "Size"], parts, "partitions")
             + f'<h2>Messages in partition {partition}</h2>{form}{records}'
             + (f"<h2>Topic config overrides</h2><table>{configs}</table>" if configs else ""))
     return _page(f"topic {name}", body)

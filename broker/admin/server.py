@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..config import ConfigError
 from . import pages, views
-from .metrics import scrape
+from .metrics import Renderer, scrape
 
 log = logging.getLogger("kafkette.admin")
 
@@ -62,6 +62,7 @@ class AdminServer:
         self.broker = broker
         self.host, self.port = parse_address(address)
         self._runner: web.AppRunner | None = None
+        self._renderer = Renderer()
         self.bound: tuple[str, int] | None = None
 
     @property
@@ -104,10 +105,11 @@ class AdminServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self._renderer.close()
 
     # Metrics ----------------------------------------------------------------------------------
     async def metrics(self, request: web.Request) -> web.Response:
-        body = await scrape(self.broker)
+        body = await scrape(self.broker, self._renderer)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     # JSON -------------------------------------------------------------------------------------
