@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from .admin import admin_address
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
 from .server import Broker
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides = args.override + ([f"admin.listener={args.admin}"] if args.admin else [])
             config = BrokerConfig.from_sources(args.config, overrides)
             config.listener  # noqa: B018  (validate early)
+            admin_address(config)
         except (ConfigError, OSError) as exc:
             print(f"kafkette: {exc}", file=sys.stderr)
             return 2

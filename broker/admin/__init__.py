@@ -6,20 +6,38 @@ Off unless ``admin.listener`` (``kafkette serve --admin HOST:PORT``) is set; its
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from ..config import ConfigError
 
 if TYPE_CHECKING:
     from .server import AdminServer
 
 
+def parse_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``:PORT`` = every interface; ``http://`` allowed) of admin.listener."""
+    address = value.strip().removeprefix("http://").rstrip("/")
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"admin.listener {value!r} must look like HOST:PORT")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def admin_address(config: Mapping[str, str]) -> tuple[str, int] | None:
+    """Where the admin server listens, None when it is off; ConfigError if malformed."""
+    value = config.get("admin.listener", "").strip()
+    return parse_address(value) if value else None
+
+
 async def start_admin(broker: Any) -> AdminServer | None:
     """Start the admin server of ``broker`` if its config names an ``admin.listener``."""
-    address = broker.config.get("admin.listener", "").strip()
-    if not address:
+    address = admin_address(broker.config)
+    if address is None:
         return None
     from .server import AdminServer
 
-    server = AdminServer(broker, address)
+    server = AdminServer(broker, *address)
     await server.start()
     return server
 

@@ -17,7 +17,6 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from ..config import ConfigError
 from . import pages, views
 from .metrics import Renderer, scrape
 
@@ -25,15 +24,6 @@ log = logging.getLogger("kafkette.admin")
 
 STATIC = Path(__file__).parent / "static"
 DEFAULT_RECORDS = 20
-
-
-def parse_address(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``:PORT`` = every interface; ``http://`` allowed) of admin.listener."""
-    address = value.strip().removeprefix("http://").rstrip("/")
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConfigError(f"admin.listener {value!r} must look like HOST:PORT")
-    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 def _int(request: web.Request, name: str, default: int) -> int:
@@ -58,9 +48,9 @@ def _html(body: str) -> web.Response:
 
 
 class AdminServer:
-    def __init__(self, broker: Any, address: str) -> None:
+    def __init__(self, broker: Any, host: str, port: int) -> None:
         self.broker = broker
-        self.host, self.port = parse_address(address)
+        self.host, self.port = host, port
         self._runner: web.AppRunner | None = None
         self._renderer = Renderer()
         self.bound: tuple[str, int] | None = None
