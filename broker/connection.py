@@ -50,6 +50,7 @@ class KafkaConnection(asyncio.Protocol):
         self._idle_ms = broker.config.get_int("connections.max.idle.ms")
         self._last_active = time.monotonic()
         self._started = 0.0  # perf_counter() when the request being processed was read
+        self._stats = broker.stats if broker.stats.per_request else None
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
@@ -177,7 +178,8 @@ class KafkaConnection(asyncio.Protocol):
         return corr, api_codec, result
 
     def _send(self, corr: int, api_codec: Any, result: Any) -> None:
-        self.broker.stats.request_done(api_codec, self._started, result)
+        if self._stats is not None:
+            self._stats.request_done(api_codec, self._started, result)
         if result is NO_RESPONSE or self._closed or self.transport is None:
             return
         if type(result) is bytes:

@@ -11,7 +11,7 @@ from kafkette.coordinator.clock import SystemClock
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from . import handlers  # noqa: F401  (registers every API route)
-from .admin import start_admin, stop_admin
+from .admin import admin_address, start_admin, stop_admin
 from .admin.stats import BrokerStats
 from .config import BrokerConfig
 from .connection import KafkaConnection
@@ -44,7 +44,7 @@ class Broker:
         self._create_lock = asyncio.Lock()
         self.coordinator: GroupCoordinator | None = None
         self._coordinator_task: asyncio.Future | None = None
-        self.stats = BrokerStats()
+        self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
 
     # Lifecycle ---------------------------------------------------------------------------

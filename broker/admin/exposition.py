@@ -66,7 +66,7 @@ class SnapshotCollector(Collector):
         latency = HistogramMetricFamily(
             "kafkette_request_latency_seconds",
             "Time from reading a request to its response being ready", labels=labels)
-        bounds = [repr(b) for b in LATENCY_BUCKETS] + ["+Inf"]
+        bounds = [f"{b:.6f}".rstrip("0") for b in LATENCY_BUCKETS] + ["+Inf"]
         for name, key, version, count, errs, total, per_bucket in sorted(s.apis):
             values = [name, str(key), str(version)]
             requests.add_metric(values, count)

@@ -39,8 +39,8 @@ def api_name(key: int, version: int) -> str:
 async def take_snapshot(broker: Any) -> Snapshot:
     stats = broker.stats
     snap = Snapshot(
-        apis=[(api_name(key, version), key, version, s.requests, s.errors, s.latency_sum,
-               list(s.buckets)) for (key, version), s in stats.apis.items()],
+        apis=[(api_name(s.api_key, s.version), s.api_key, s.version, s.requests, s.errors,
+               s.latency_sum, list(s.buckets)) for s in stats.apis.values()],
         connections=len(broker.connections),
         bytes_in=dict(stats.bytes_in), bytes_out=dict(stats.bytes_out),
     )

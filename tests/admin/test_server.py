@@ -45,15 +45,14 @@ def test_serve_with_admin_prints_its_url_and_serves(tmp_path):
 async def test_admin_is_off_by_default(tmp_path):
     async with Broker({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}) as b:
         assert b.admin is None
+        assert not b.stats.per_request  # and the request path does not time requests
 
 
 @pytest.mark.parametrize("address", ["nonsense", "127.0.0.1:http", "127.0.0.1"])
 async def test_a_bad_admin_listener_is_a_clear_config_error(tmp_path, address):
-    broker = Broker({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path),
-                     "admin.listener": address})
     with pytest.raises(ConfigError, match="admin.listener"):
-        await broker.start()
-    await broker.stop()
+        Broker({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path),
+                "admin.listener": address})
 
 
 async def test_unknown_and_malformed_requests_get_http_errors(live_group: LiveGroup):
