@@ -23,6 +23,9 @@ from .clock import Clock
 log = logging.getLogger("kafkette.coordinator.events")
 
 EVENTS_PER_GROUP = 200
+# Groups whose events are kept; past that the group that was quiet longest is forgotten
+# (a deleted group's events go that way too).
+MAX_GROUPS = 10_000
 
 # Event kinds (the ``kind`` of an emit).
 MEMBER_JOINED = "member-joined"
@@ -68,7 +71,8 @@ Listener = Callable[[GroupEvent], None]
 class GroupEventLog:
     clock: Clock
     per_group: int = EVENTS_PER_GROUP
-    events: dict[str, deque[GroupEvent]] = field(default_factory=dict)
+    max_groups: int = MAX_GROUPS
+    events: dict[str, deque[GroupEvent]] = field(default_factory=dict)  # least recent first
     rebalances: dict[str, RebalanceStats] = field(default_factory=dict)
     commits: dict[str, int] = field(default_factory=dict)
     listeners: list[Listener] = field(default_factory=list)
@@ -82,9 +86,12 @@ class GroupEventLog:
             if duration is not None:
                 details["duration_ms"] = duration
         event = GroupEvent(next(_sequence), now, group_id, kind, details)
-        ring = self.events.get(group_id)
+        ring = self.events.pop(group_id, None)
         if ring is None:
-            ring = self.events[group_id] = deque(maxlen=self.per_group)
+            ring = deque(maxlen=self.per_group)
+            if len(self.events) >= self.max_groups:
+                self._forget(next(iter(self.events)))
+        self.events[group_id] = ring  # (re)inserted last: dicts keep insertion order
         ring.append(event)
         for listener in list(self.listeners):
             try:
@@ -113,9 +120,17 @@ class GroupEventLog:
         stats.last_ms = duration
         return duration
 
+    def _forget(self, group_id: str) -> None:
+        self.events.pop(group_id, None)
+        self.rebalances.pop(group_id, None)
+        self.commits.pop(group_id, None)
+
     def committed(self, group_id: str, count: int) -> None:
         """Count offsets committed by a group (one OffsetCommit of ``count`` partitions)."""
-        self.commits[group_id] = self.commits.get(group_id, 0) + count
+        commits = self.commits
+        if group_id not in commits and len(commits) >= self.max_groups:
+            del commits[next(iter(commits))]
+        commits[group_id] = commits.get(group_id, 0) + count
 
     def loaded(self) -> None:
         """The shard finished replaying its log: its load time ends now."""

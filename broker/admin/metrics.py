@@ -49,13 +49,16 @@ async def take_snapshot(broker: Any) -> Snapshot:
             plog = broker.logs.get_partition(info.name, p)
             if plog is not None:
                 snap.partitions.append((info.name, p, plog.log_start_offset, plog.log_end_offset))
+    groups = groups_view.list_groups(broker)
+    present = {g.group_id for g in groups}  # a deleted group's series end with it
     for log_ in groups_view.event_logs(broker):
         for group_id, r in log_.rebalances.items():
-            snap.rebalances[group_id] = (r.count, r.total_ms, r.last_ms)
-        snap.commits.update(log_.commits)
+            if group_id in present:
+                snap.rebalances[group_id] = (r.count, r.total_ms, r.last_ms)
+        snap.commits.update((g, n) for g, n in log_.commits.items() if g in present)
         if log_.load_seconds is not None:
             snap.load_seconds = max(snap.load_seconds or 0.0, log_.load_seconds)
-    for i, g in enumerate(groups_view.list_groups(broker)):
+    for i, g in enumerate(groups):
         if i and i % _GROUPS_PER_TURN == 0:
             await asyncio.sleep(0)
         snap.groups.append((g.group_id, g.state, g.protocol_type, g.members, g.generation,

@@ -78,6 +78,16 @@ def test_ring_is_bounded_and_listeners_see_every_event():
     assert len(seen) == 5
 
 
+def test_only_the_most_recently_active_groups_are_kept():
+    log = GroupEventLog(ManualClock(), max_groups=2)
+    log.emit("a", "rebalance-started")
+    log.emit("b", "rebalance-started")
+    log.emit("a", "rebalance-completed")  # a is now the most recent
+    log.emit("c", "member-joined")
+    assert list(log.events) == ["a", "c"] and "b" not in log.rebalances
+    assert log.rebalances["a"].count == 1
+
+
 def test_a_failing_listener_is_dropped_and_the_rest_still_hear():
     log = GroupEventLog(ManualClock())
     heard = []
