@@ -31,11 +31,12 @@ def _cell(value: Any, cls: str = "") -> str:
     return f'<td class="{cls}">{text}</td>' if cls else f"<td>{text}</td>"
 
 
-def _table(headers: list[str], rows: list[str], table_id: str = "", empty: str = "none") -> str:
+def _table(headers: list[str], rows: list[str], table_id: str = "", empty: str = "none",
+           attrs: str = "") -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(rows) or f'<tr class="empty"><td colspan="{len(headers)}">{escape(empty)}</td></tr>'
     ident = f' id="{table_id}"' if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table{ident}{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _group_link(group_id: str) -> str:
@@ -101,8 +102,8 @@ def group(group_id: str, found: dict[str, Any] | None) -> str:
             f'{group_live(group_id, found)}</div>'
             f'<h2>Rebalance timeline <small id="timeline-status">connecting…</small></h2>'
             f'<p class="hint">The coordinator\'s own events, newest first, updated live.</p>'
-            + _table(["Time", "Event", "Details"], [], "timeline", "waiting for events…")
-            .replace("<table", f'<table data-group="{gid}"', 1))
+            + _table(["Time", "Event", "Details"], [], "timeline", "waiting for events…",
+                     f' data-group="{gid}"'))
     return _page(f"group {group_id}", body, script=True)
 
 
