@@ -73,6 +73,7 @@ class Renderer:
     def __init__(self) -> None:
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
+        self._failed = False  # the worker could not run: format in a thread from now on
 
     async def _worker(self) -> asyncio.subprocess.Process:
         if self._proc is None or self._proc.returncode is not None:
@@ -82,6 +83,8 @@ class Renderer:
         return self._proc
 
     async def render(self, snap: Snapshot) -> bytes:
+        if self._failed:
+            return await asyncio.to_thread(render, snap)
         data = pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)
         async with self._lock:
             try:
@@ -93,6 +96,7 @@ class Renderer:
                 return await proc.stdout.readexactly(size)
             except (OSError, asyncio.IncompleteReadError) as exc:
                 log.warning("metrics worker process failed (%r); formatting in a thread", exc)
+                self._failed = True
                 await self.close()
         return await asyncio.to_thread(render, snap)
 

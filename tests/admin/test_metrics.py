@@ -11,6 +11,9 @@ from aiokafka import AIOKafkaProducer
 from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
+from kafkette.broker.admin import metrics as metrics_module
+from kafkette.broker.admin.exposition import Snapshot, render
+from kafkette.broker.admin.metrics import Renderer
 from tests.coordinator.env import Member
 from tests.groups.helpers import wait_until
 
@@ -175,3 +178,33 @@ async def _worst_loop_delay(stop: threading.Event) -> float:
         await asyncio.sleep(0.001)
         worst = max(worst, loop.time() - before - 0.001)
     return worst
+
+
+def _small_snapshot() -> Snapshot:
+    return Snapshot(partitions=[("t", 0, 0, 12)],
+                    groups=[("g", "Stable", "consumer", 1, 3, [("t", 0, 5)])],
+                    rebalances={"g": (3, 120, 40)}, commits={"g": 9})
+
+
+async def test_worker_process_formats_the_same_text_as_in_process():
+    renderer = Renderer()
+    try:
+        text = await renderer.render(_small_snapshot())
+    finally:
+        await renderer.close()
+    assert text == render(_small_snapshot())
+    m = parse_metrics(text.decode())
+    assert series(m, "kafka_consumergroup_lag", consumergroup="g", topic="t", partition="0") == 7
+    assert series(m, "kafkette_group_rebalance_duration_seconds_sum", consumergroup="g") == 0.12
+
+
+async def test_without_a_worker_process_a_thread_formats(monkeypatch, caplog):
+    monkeypatch.setattr(metrics_module.sys, "executable", "/bin/false")
+    renderer = Renderer()
+    try:
+        for _ in range(2):
+            assert await renderer.render(_small_snapshot()) == render(_small_snapshot())
+    finally:
+        await renderer.close()
+    failures = [r for r in caplog.records if "metrics worker process failed" in r.getMessage()]
+    assert len(failures) == 1  # tried once, then a thread every time
