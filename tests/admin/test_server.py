@@ -95,3 +95,23 @@ def test_serve_with_a_bad_admin_address_exits_with_a_clear_error(tmp_path):
          "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "admin.listener 'localhost' must look like HOST:PORT" in done.stderr
+
+
+USER_TEST = '''
+import urllib.request
+
+def test_a_user_test(kafka_broker, kafka_broker_factory):
+    broker = kafka_broker_factory()
+    with urllib.request.urlopen(broker.broker.admin.url + "/metrics") as response:
+        assert b"kafkette_active_connections" in response.read()
+'''
+
+
+def test_pytest_option_gives_fixture_brokers_a_console(tmp_path):
+    (tmp_path / "test_user.py").write_text(USER_TEST)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--kafkette-admin", "test_user.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:]
+    # both fixture brokers (kafka_broker and the factory's) announced their console
+    assert done.stdout.count("kafkette console for 127.0.0.1:") == 2
