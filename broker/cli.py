@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from .admin import admin_address
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
 from .server import Broker
@@ -21,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--admin", metavar="HOST:PORT",
+                       help="serve /metrics and the web console here (admin.listener)")
     from . import admin_cli  # small; its parser must be listed in --help
 
     admin_cli.add_parser(sub)
@@ -43,6 +46,8 @@ async def serve(config: BrokerConfig) -> None:
     host, port = broker.bound
     # One line with the bound address, so scripts starting with port 0 can find it.
     print(f"kafkette listening on {host}:{port}", flush=True)
+    if broker.admin is not None:
+        print(f"kafkette admin on {broker.admin.url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -65,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         try:
-            config = BrokerConfig.from_sources(args.config, args.override)
+            overrides = args.override + ([f"admin.listener={args.admin}"] if args.admin else [])
+            config = BrokerConfig.from_sources(args.config, overrides)
             config.listener  # noqa: B018  (validate early)
+            admin_address(config)
         except (ConfigError, OSError) as exc:
             print(f"kafkette: {exc}", file=sys.stderr)
             return 2

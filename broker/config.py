@@ -33,6 +33,8 @@ DEFAULTS: dict[str, str] = {
     "request.max.elements": "20000",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
+    # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
+    "admin.listener": "",
     # Storage (Kafka defaults).
     "log.segment.bytes": "1073741824",
     "log.retention.ms": "604800000",

@@ -63,6 +63,8 @@ class KafkaConnection(asyncio.Protocol):
         self._idle_handle: asyncio.TimerHandle | None = None
         self._idle_ms = broker.config.get_int("connections.max.idle.ms")
         self._last_active = time.monotonic()
+        self._started = 0.0  # perf_counter() when the request being processed was read
+        self._stats = broker.stats if broker.stats.per_request else None
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
@@ -178,6 +180,7 @@ class KafkaConnection(asyncio.Protocol):
         self._drain()
 
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
+        self._started = time.perf_counter()
         try:
             key, version, corr = peek_api(frame)
         except HeaderError as exc:
@@ -211,6 +214,8 @@ class KafkaConnection(asyncio.Protocol):
         return corr, api_codec, result
 
     def _send(self, corr: int, api_codec: Any, result: Any) -> None:
+        if self._stats is not None:
+            self._stats.request_done(api_codec, self._started, result)
         if result is NO_RESPONSE or self._closed or self.transport is None:
             return
         if result is CLOSE_CONNECTION:

@@ -11,6 +11,8 @@ from kafkette.coordinator.clock import SystemClock
 from kafkette.storage.topics import LogManager
 
 from . import handlers  # noqa: F401  (registers every API route)
+from .admin import admin_address, start_admin, stop_admin
+from .stats import BrokerStats
 from .config import BrokerConfig
 from .connection import KafkaConnection
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
@@ -39,14 +41,16 @@ class Broker:
         self.logs = LogManager(self.config)
         self._server: asyncio.Server | None = None
         self._bound: tuple[str, int] | None = None
+        self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
         self.services = Services(
             config=self.config,
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
             topics=TopicService(self.logs, self.config),
-            records=RecordService(self.logs),
+            records=RecordService(self.logs, self.stats),
             groups=GroupService(self.logs, self.config, self.clock, lambda: self.advertised),
         )
         self._coordinator_task: asyncio.Future | None = None
+        self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
 
     @property
     def coordinator(self) -> GroupCoordinator | None:
@@ -73,6 +77,7 @@ class Broker:
         self._bound = (host, port)
         log.info("kafkette listening on %s:%d (node.id=%d)", host, port, self.config.node_id)
         self._coordinator_task = asyncio.ensure_future(self.services.groups.start())
+        self.admin = await start_admin(self)
 
     async def wait_ready(self) -> None:
         """Wait until the group coordinator has created and replayed ``__consumer_offsets``."""
@@ -80,6 +85,7 @@ class Broker:
             await asyncio.shield(self._coordinator_task)
 
     async def stop(self) -> None:
+        self.admin = await stop_admin(self.admin)
         if self._server is not None:
             self._server.close()
             for conn in list(self.connections):

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -217,9 +218,25 @@ def test_config(log_dir: str, **overrides: Any) -> dict[str, str]:
 
 # pytest plugin -------------------------------------------------------------------------------
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--kafkette-admin", action="store_true",
+                     help="give every kafkette fixture broker its admin server (web console, "
+                          "/metrics) on a free port and print its URL")
+
+
+def _announce_admin(config: pytest.Config, broker: ThreadedBroker) -> None:
+    admin = broker.broker.admin if broker.broker is not None else None
+    if admin is None:
+        return
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else nullcontext():
+        print(f"\nkafkette console for {broker.bootstrap}: {admin.url}", flush=True)
+
+
 @pytest.fixture
-def kafka_broker_factory() -> Iterator[Callable[..., ThreadedBroker]]:
-    """Start brokers with extra config: ``kafka_broker_factory(**{"num.partitions": 3})``."""
+def kafka_broker_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., ThreadedBroker]]:
+    """Start brokers with extra config: ``kafka_broker_factory(**{"num.partitions": 3})``.
+    With ``--kafkette-admin`` each one also serves its console and prints the URL."""
     started: list[ThreadedBroker] = []
     dirs: list[tempfile.TemporaryDirectory] = []
 
@@ -229,8 +246,13 @@ def kafka_broker_factory() -> Iterator[Callable[..., ThreadedBroker]]:
         dirs.append(tmp)
         merged = test_config(tmp.name, **overrides)
         merged.update({k: str(v) for k, v in (config or {}).items()})
+        with_admin = pytestconfig.getoption("kafkette_admin")
+        if with_admin:
+            merged.setdefault("admin.listener", "127.0.0.1:0")
         broker = ThreadedBroker(merged, clock=clock)
         started.append(broker)
+        if with_admin:
+            _announce_admin(pytestconfig, broker)
         return broker
 
     yield factory

@@ -21,6 +21,7 @@ from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
 from .errors import CoordinatorError
+from .events import GroupEventLog
 from .group import ClassicGroup, GroupState, Member, new_member_id
 from .log import RawRecord
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
@@ -47,6 +48,7 @@ class GroupMetadataManager:
         self.context = context
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
+        self.events = GroupEventLog(context)  # what people watching the console see
         # What the running op has to write, and its on-durable hooks (see ``_result``).
         self._records: list[RawRecord] = []
         self._hooks: list[Callable[[], None]] = []
@@ -252,6 +254,9 @@ class GroupMetadataManager:
         if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
             group.new_member_added = True
         group.add(member, fut)
+        self.events.emit(group.group_id, "member-joined", member_id=member_id,
+                         client_id=r.client_id, client_host=r.client_host,
+                         instance_id=r.group_instance_id)
         self._reschedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance_or_complete_join(group)
 
@@ -271,6 +276,8 @@ class GroupMetadataManager:
             sync_fence=SyncResult(E.FENCED_INSTANCE_ID),
         )
         self.context.cancel(_heartbeat_key(group.group_id, old_id))
+        self.events.emit(group.group_id, "static-member-replaced", member_id=new_id,
+                         previous_member_id=old_id, instance_id=instance_id)
         self._reschedule_heartbeat(group, new)
         group.update_member(new, r.protocols, r.rebalance_timeout_ms, r.session_timeout_ms, fut)
         if group.is_in(S.STABLE):
@@ -315,6 +322,8 @@ class GroupMetadataManager:
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             self._schedule_initial_join(gid, delay, remaining)
         group.transition(S.PREPARING_REBALANCE, self._now())
+        self.events.emit(gid, "rebalance-started", generation=group.generation,
+                         members=len(group.members))
         log.debug("preparing to rebalance group %s (generation %d)", gid, group.generation)
         if not initial:
             self._maybe_complete_join_else_schedule(group)
@@ -370,6 +379,9 @@ class GroupMetadataManager:
             self._schedule_join_timeout(group)
             return
         group.init_next_generation(self._now())
+        self.events.emit(gid, "generation", generation=group.generation,
+                         members=len(group.members), protocol=group.protocol_name,
+                         leader=group.leader_id)
         if group.is_in(S.EMPTY):
             log.info("group %s with generation %d is now empty", gid, group.generation)
             self._write(R.group_metadata(group, {}))
@@ -396,6 +408,7 @@ class GroupMetadataManager:
                 group.remove(member_id)
                 self.context.cancel(_heartbeat_key(group_id, member_id))
             log.info("removed members of group %s that did not sync in time", group_id)
+            self.events.emit(group_id, "sync-expired", generation=generation)
             self._prepare_rebalance(group)
         return self._result(None)
 
@@ -422,6 +435,7 @@ class GroupMetadataManager:
         if member is not None and not member.has_satisfied_heartbeat():
             log.info("member %s of group %s failed its session timeout; removing it",
                      member_id, group_id)
+            self.events.emit(group_id, "session-expired", member_id=member_id)
             self._remove_member_and_update(group, member)
         return self._result(None)
 
@@ -505,6 +519,8 @@ class GroupMetadataManager:
                 member.assignment = assignment.get(member.member_id, b"")
             self._propagate_assignment(group, E.NONE)
             group.transition(S.STABLE, self._now())
+            self.events.emit(group.group_id, "rebalance-completed", generation=generation,
+                             members=len(group.members))
         self._write(R.group_metadata(group, assignment), on_durable)
 
     # Heartbeat / LeaveGroup ------------------------------------------------------------------
@@ -579,6 +595,7 @@ class GroupMetadataManager:
         member = group.members[member_id]
         self.context.cancel(_heartbeat_key(group.group_id, member_id))
         log.info("member %s leaves group %s", member_id, group.group_id)
+        self.events.emit(group.group_id, "member-left", member_id=member_id)
         group.complete_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
         group.remove(member_id)
 

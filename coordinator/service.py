@@ -23,7 +23,7 @@ from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
-from .runtime import CoordinatorRuntime, PartitionContext
+from .runtime import CoordinatorRuntime, PartitionContext, State
 from .shard import GroupCoordinatorShard
 
 log = logging.getLogger("kafkette.coordinator")
@@ -145,6 +145,12 @@ class GroupCoordinator:
     def loading(self) -> bool:
         """True while a partition this node leads is (re)loading its log."""
         return self.runtime.loading()
+
+    def active_shards(self) -> list[GroupCoordinatorShard]:
+        """The loaded shards this node leads, as they are now (the admin console's view)."""
+        return [ctx.shard for p, ctx in self.runtime.contexts.items()
+                if ctx.state is State.ACTIVE and ctx.shard is not None
+                and self.owners.get(p) == self.node_id]
 
     def _write(self, group_id: str, op: Callable[[GroupCoordinatorShard], Any],
                on_error: Callable[[BaseException], T]) -> Any:

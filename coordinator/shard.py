@@ -20,6 +20,7 @@ from kafkette.protocol.group_records import (
 from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
+from .events import GroupEventLog
 from .group import GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord
@@ -57,11 +58,16 @@ class GroupCoordinatorShard:
         return self.group_manager.groups
 
     @property
+    def events(self) -> GroupEventLog:
+        return self.group_manager.events
+
+    @property
     def _retention_key(self) -> tuple[str, int]:
         return ("offsets-expiration", self.partition)
 
     # Lifecycle -------------------------------------------------------------------------------
     def on_loaded(self) -> None:
+        self.events.loaded()
         self.group_manager.on_loaded()
         self._schedule_retention_check()
 
@@ -138,6 +144,8 @@ class GroupCoordinatorShard:
                                             self.context.now_ms())
         if group is not None and result.records:
             self.group_manager.touch_member(group, member_id)
+        if result.records:
+            self.events.committed(group_id, len(result.records))
         return result
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:

@@ -119,6 +119,7 @@ def handle_fetch(ctx: RequestContext, req: Any):
     response, total, error = answer()
     max_wait = req.max_wait.total_seconds()
     if error or total >= req.min_bytes or max_wait <= 0 or not session.logs:
+        session.sent()
         return response
     return _long_poll(session, answer, max_wait, req.min_bytes)
 
@@ -131,6 +132,7 @@ async def _long_poll(session: FetchSession, answer: Any, max_wait: float,
         await session.wait(deadline - loop.time())
         response, total, error = answer()
         if error or total >= min_bytes or loop.time() >= deadline or session.any_closed:
+            session.sent()
             return response
 
 

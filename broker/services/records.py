@@ -23,6 +23,7 @@ from kafkette.protocol.records import (
 from kafkette.storage.log import LEADER_EPOCH, AppendInfo, LogSlice, OffsetOutOfRangeError, PartitionLog
 from kafkette.storage.topics import LogManager, TopicInfo
 
+from ..stats import BrokerStats
 from .errors import ServiceError, service_error, unknown_partition
 
 # Kafka lets only its own admin client (AdminUtils.ADMIN_CLIENT_ID) produce to internal topics.
@@ -31,8 +32,9 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 
 
 class RecordService:
-    def __init__(self, logs: LogManager) -> None:
+    def __init__(self, logs: LogManager, stats: BrokerStats | None = None) -> None:
         self._logs = logs
+        self._stats = stats if stats is not None else BrokerStats(per_request=False)
 
     def _partition(self, topic: str, partition: int) -> PartitionLog:
         plog = self._logs.get_partition(topic, partition)
@@ -76,6 +78,7 @@ class RecordService:
             info, fut = plog.append_nowait(records, [header])
         except Exception as exc:  # noqa: BLE001 - mapped to Kafka's code
             raise service_error(exc) from None
+        self._stats.produced(topic, len(records))
         return info if fut is None else _durable(info, fut)
 
     # Fetch -------------------------------------------------------------------------------------
@@ -83,7 +86,7 @@ class RecordService:
               ) -> FetchSession:
         """Resolve the requested partitions once: (name, or id when name is None, partitions
         with ``partition``, ``fetch_offset`` and ``partition_max_bytes``)."""
-        return FetchSession(self._logs, topics)
+        return FetchSession(self._logs, topics, self._stats)
 
     # ListOffsets / OffsetForLeaderEpoch / DeleteRecords ----------------------------------------
     async def list_offset(self, topic: str, partition: int, timestamp: int
@@ -181,7 +184,10 @@ class FetchSession:
     ``wait`` sleeps until one of them is appended to (long poll)."""
 
     def __init__(self, logs: LogManager,
-                 topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]]) -> None:
+                 topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]],
+                 stats: BrokerStats) -> None:
+        self._stats = stats
+        self._topic_bytes: dict[str, int] = {}  # of the last read: counted once it is sent
         self.topics: list[list[_Target]] = []
         self.logs: list[PartitionLog] = []
         self.has_error = False
@@ -212,6 +218,8 @@ class FetchSession:
         min_one = True
         total = 0
         error = self.has_error
+        topic_bytes: dict[str, int] = {}
+        self._topic_bytes = topic_bytes
         out: list[list[PartitionRead]] = []
         for targets in self.topics:
             reads = []
@@ -235,10 +243,15 @@ class FetchSession:
                     min_one = False
                     remaining -= slice_.size
                     total += slice_.size
+                    topic_bytes[plog.topic] = topic_bytes.get(plog.topic, 0) + slice_.size
                 reads.append(PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
                                            plog.log_start_offset, slice_))
             out.append(reads)
         return out, total, error
+
+    def sent(self) -> None:
+        """The last read is the answer: count its bytes out per topic."""
+        self._stats.fetched(self._topic_bytes)
 
     @property
     def any_closed(self) -> bool:

@@ -54,8 +54,12 @@ def test_wheel_installs_only_under_kafkette(wheel: Path) -> None:
         names = zf.namelist()
         entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert {t for t in tops if not t.endswith(".dist-info")} == {"kafkette"}
-    for package in ("broker", "broker/handlers", "coordinator", "protocol", "storage", "pipeline"):
+    for package in ("broker", "broker/handlers", "broker/admin", "coordinator", "protocol",
+                    "storage", "pipeline"):
         assert f"kafkette/{package}/__init__.py" in names
+    # the console's static files ship as package data (no build step at install time)
+    assert {"kafkette/broker/admin/static/console.js",
+            "kafkette/broker/admin/static/console.css"} <= set(names)
     assert "kafkette = kafkette.broker.testing" in entry_points
     assert "kafkette = kafkette.broker.cli:main" in entry_points
 

@@ -1,0 +1,199 @@
+"""Prometheus text from a metrics ``Snapshot``, through a ``prometheus_client`` collector.
+
+Runs in the admin server's worker process (see ``metrics``): only plain data comes in and
+nothing here touches the broker. Names of the lag series follow kafka-exporter
+(``kafka_consumergroup_lag``, ``kafka_topic_partition_current_offset``, ...); kafkette's own
+series start with ``kafkette_``.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
+from prometheus_client.registry import Collector
+
+from ..stats import LATENCY_BUCKETS
+
+
+@dataclass(slots=True)
+class Snapshot:
+    # (api name, key, version, requests, errors, latency sum, per-bucket counts)
+    apis: list[tuple[str, int, int, int, int, float, list[int]]] = field(default_factory=list)
+    connections: int = 0
+    bytes_in: dict[str, int] = field(default_factory=dict)
+    bytes_out: dict[str, int] = field(default_factory=dict)
+    # (topic, partition, log start offset, log end offset)
+    partitions: list[tuple[str, int, int, int]] = field(default_factory=list)
+    # (group id, state, protocol type, members, generation, [(topic, partition, committed)])
+    groups: list[tuple[str, str, str, int, int, list[tuple[str, int, int]]]] = field(
+        default_factory=list)
+    rebalances: dict[str, tuple[int, int, int | None]] = field(default_factory=dict)
+    commits: dict[str, int] = field(default_factory=dict)
+    load_seconds: float | None = None
+
+
+class SnapshotCollector(Collector):
+    """Metric families of one snapshot (a collector per scrape)."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._requests()
+        yield from self._topics()
+        yield from self._groups()
+
+    def _requests(self) -> Iterator[Metric]:
+        s = self.snap
+        labels = ["api", "api_key", "version"]
+        requests = CounterMetricFamily("kafkette_requests", "Requests answered, per API and version",
+                                       labels=labels)
+        errors = CounterMetricFamily(
+            "kafkette_request_errors", "Responses with a top-level error code, per API and version",
+            labels=labels)
+        latency = HistogramMetricFamily(
+            "kafkette_request_latency_seconds",
+            "Time from reading a request to its response being ready", labels=labels)
+        bounds = [f"{b:.6f}".rstrip("0") for b in LATENCY_BUCKETS] + ["+Inf"]
+        for name, key, version, count, errs, total, per_bucket in sorted(s.apis):
+            values = [name, str(key), str(version)]
+            requests.add_metric(values, count)
+            errors.add_metric(values, errs)
+            cumulative, running = [], 0
+            for bound, n in zip(bounds, per_bucket, strict=True):
+                running += n
+                cumulative.append((bound, running))
+            latency.add_metric(values, cumulative, total)
+        yield requests
+        yield errors
+        yield latency
+        yield GaugeMetricFamily("kafkette_active_connections", "Open client connections",
+                                value=s.connections)
+        load = GaugeMetricFamily("kafkette_consumer_offsets_load_seconds",
+                                 "Time the slowest __consumer_offsets partition took to load")
+        if s.load_seconds is not None:
+            load.add_metric([], s.load_seconds)
+        yield load
+
+    def _topics(self) -> Iterator[Metric]:
+        s = self.snap
+        parts = GaugeMetricFamily("kafka_topic_partitions", "Partitions of a topic",
+                                  labels=["topic"])
+        current = GaugeMetricFamily("kafka_topic_partition_current_offset",
+                                    "Log-end offset of a partition", labels=["topic", "partition"])
+        oldest = GaugeMetricFamily("kafka_topic_partition_oldest_offset",
+                                   "Log-start offset of a partition", labels=["topic", "partition"])
+        counts: dict[str, int] = {}
+        for topic, p, start, end in s.partitions:
+            counts[topic] = counts.get(topic, 0) + 1
+            current.add_metric([topic, str(p)], end)
+            oldest.add_metric([topic, str(p)], start)
+        for topic, n in sorted(counts.items()):
+            parts.add_metric([topic], n)
+        bytes_in = CounterMetricFamily("kafkette_topic_bytes_in", "Record bytes produced",
+                                       labels=["topic"])
+        bytes_out = CounterMetricFamily("kafkette_topic_bytes_out", "Record bytes fetched",
+                                        labels=["topic"])
+        for topic, n in sorted(s.bytes_in.items()):
+            bytes_in.add_metric([topic], n)
+        for topic, n in sorted(s.bytes_out.items()):
+            bytes_out.add_metric([topic], n)
+        yield from (parts, current, oldest, bytes_in, bytes_out)
+
+    def _groups(self) -> Iterator[Metric]:
+        s = self.snap
+        end_offsets = {(t, p): end for t, p, _start, end in s.partitions}
+        by_state = GaugeMetricFamily("kafkette_groups", "Groups by state and protocol type",
+                                     labels=["state", "protocol_type"])
+        states: dict[tuple[str, str], int] = {}
+        members = GaugeMetricFamily("kafka_consumergroup_members", "Members of a group",
+                                    labels=["consumergroup"])
+        generation = GaugeMetricFamily("kafkette_group_generation", "Generation of a group",
+                                       labels=["consumergroup"])
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset",
+                                    "Committed offset of a group for a partition",
+                                    labels=["consumergroup", "topic", "partition"])
+        lag = GaugeMetricFamily("kafka_consumergroup_lag",
+                                "Log-end offset minus the group's committed offset",
+                                labels=["consumergroup", "topic", "partition"])
+        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Lag of a group on a topic",
+                                    labels=["consumergroup", "topic"])
+        for group_id, state, protocol_type, n_members, gen, offsets in s.groups:
+            key = (state, protocol_type)
+            states[key] = states.get(key, 0) + 1
+            members.add_metric([group_id], n_members)
+            generation.add_metric([group_id], gen)
+            sums: dict[str, int] = {}
+            for topic, p, offset in offsets:
+                current.add_metric([group_id, topic, str(p)], offset)
+                end = end_offsets.get((topic, p))
+                if end is not None:
+                    lag.add_metric([group_id, topic, str(p)], end - offset)
+                    sums[topic] = sums.get(topic, 0) + end - offset
+            for topic, total in sorted(sums.items()):
+                lag_sum.add_metric([group_id, topic], total)
+        for (state, ptype), n in sorted(states.items()):
+            by_state.add_metric([state, ptype], n)
+        yield from (by_state, members, generation, current, lag, lag_sum)
+        yield from self._rebalances()
+
+    def _rebalances(self) -> Iterator[Metric]:
+        s = self.snap
+        count = CounterMetricFamily("kafkette_group_rebalances", "Completed rebalances of a group",
+                                    labels=["consumergroup"])
+        duration = SummaryMetricFamily("kafkette_group_rebalance_duration_seconds",
+                                       "Duration of a group's completed rebalances",
+                                       labels=["consumergroup"])
+        last = GaugeMetricFamily("kafkette_group_last_rebalance_duration_seconds",
+                                 "Duration of a group's last completed rebalance",
+                                 labels=["consumergroup"])
+        for group_id, (n, total_ms, last_ms) in sorted(s.rebalances.items()):
+            count.add_metric([group_id], n)
+            duration.add_metric([group_id], n, total_ms / 1000)
+            if last_ms is not None:
+                last.add_metric([group_id], last_ms / 1000)
+        commits = CounterMetricFamily("kafkette_group_offset_commits",
+                                      "Partition offsets committed by a group",
+                                      labels=["consumergroup"])
+        for group_id, n in sorted(s.commits.items()):
+            commits.add_metric([group_id], n)
+        yield from (count, duration, last, commits)
+
+
+def render(snap: Snapshot) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(snap))
+    return generate_latest(registry)
+
+
+# The worker process: ``python -m kafkette.broker.admin.exposition`` reads length-prefixed
+# pickled snapshots on stdin and answers each with its length-prefixed Prometheus text.
+LENGTH = struct.Struct(">Q")
+
+
+def serve_stdio() -> None:
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        head = stdin.read(LENGTH.size)
+        if len(head) < LENGTH.size:
+            return  # the broker closed the pipe
+        snap = pickle.loads(stdin.read(LENGTH.unpack(head)[0]))
+        text = render(snap)
+        stdout.write(LENGTH.pack(len(text)) + text)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    serve_stdio()
