@@ -8,9 +8,15 @@ import logging
 import signal
 import sys
 
+from kafkette.storage.topics import LogDirError
+
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
-from .server import Broker
+from .server import Broker, StartupError
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Start-up failures reported as one line on stderr (with --debug: the traceback too).
+STARTUP_ERRORS = (ConfigError, StartupError, LogDirError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,7 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="a Kafka server.properties file")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                       help="log level (default INFO; DEBUG logs every request)")
+    serve.add_argument("--debug", action="store_true",
+                       help="show the traceback of a start-up failure")
     from . import admin_cli  # small; its parser must be listed in --help
 
     admin_cli.add_parser(sub)
@@ -39,17 +48,28 @@ def run_pipeline(argv: list[str]) -> int:
 
 async def serve(config: BrokerConfig) -> None:
     broker = Broker(config)
-    await broker.start()
-    host, port = broker.bound
-    # One line with the bound address, so scripts starting with port 0 can find it.
-    print(f"kafkette listening on {host}:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    await broker.start()
+    host, port = broker.bound
+    # One line with the bound address, so scripts starting with port 0 can find it.
+    print(f"kafkette listening on {host}:{port}", flush=True)
     await stop.wait()
-    logging.getLogger("kafkette.broker").info("shutting down")
+    log = logging.getLogger("kafkette.broker")
+    log.info("shutting down")
     await broker.stop()
+    log.info("shutdown complete")
+
+
+def fail(exc: BaseException, debug: bool) -> int:
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"kafkette: {exc}", file=sys.stderr)
+    return 2 if isinstance(exc, ConfigError) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,17 +81,16 @@ def main(argv: list[str] | None = None) -> int:
         from . import admin_cli
 
         return admin_cli.run(args)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         try:
             config = BrokerConfig.from_sources(args.config, args.override)
-            config.listener  # noqa: B018  (validate early)
-        except (ConfigError, OSError) as exc:
-            print(f"kafkette: {exc}", file=sys.stderr)
-            return 2
-        logging.getLogger("kafkette.broker").debug("event loop: %s", loop_name())
-        run(serve(config))
+            config.validate()  # fail before the event loop starts
+            logging.getLogger("kafkette.broker").debug("event loop: %s", loop_name())
+            run(serve(config))
+        except STARTUP_ERRORS as exc:
+            return fail(exc, args.debug)
     return 0
 
 
