@@ -30,9 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="log level (default INFO; DEBUG logs every request)")
     serve.add_argument("--debug", action="store_true",
                        help="show the traceback of a start-up failure")
-    from . import admin_cli  # small; its parser must be listed in --help
-
-    admin_cli.add_parser(sub)
+    groups = sub.add_parser("groups", add_help=False,
+                            help="kafka-consumer-groups.sh: --list, --describe, --delete, "
+                                 "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
+    groups.add_argument("args", nargs=argparse.REMAINDER)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
@@ -76,11 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
         return run_pipeline(argv[1:])
-    args = build_parser().parse_args(argv)
-    if args.command == "groups":
-        from . import admin_cli
+    if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
+        from . import groups_cli
 
-        return admin_cli.run(args)
+        return groups_cli.main(argv[1:])
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
