@@ -3,6 +3,7 @@ a non-zero exit and no traceback; unknown keys warned once; config values and sh
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
@@ -158,3 +159,25 @@ def test_validation_table_types_ranges_and_synonyms():
     with pytest.raises(ConfigError, match="advertised.listeners: listener EXTERNAL is not in listeners"):
         BrokerConfig({"advertised.listeners": "EXTERNAL://localhost:1"}).validate()
     assert BrokerConfig({"typo.key": "1", "node.id": "3"}).validate() == ["typo.key"]
+
+
+def test_debug_logs_one_line_per_request(tmp_path):
+    from tests.wire import WireClient
+
+    proc, bootstrap = start(["--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                             "--override", f"log.dirs={tmp_path}", "--log-level", "debug"])
+    try:
+        with WireClient(bootstrap) as client:
+            client.client_id = "probe-client"
+            client.request(18, 3, client_software_name="probe", client_software_version="1")
+            client.request(3, 12, topics=None, allow_auto_topic_creation=False,
+                           include_topic_authorized_operations=False)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    lines = [line for line in proc.stderr.read().splitlines() if "kafkette.requests" in line]
+    api_versions = [line for line in lines if "client_id=probe-client" in line and "ApiVersions v3" in line]
+    metadata = [line for line in lines if "client_id=probe-client" in line and "Metadata v12" in line]
+    assert len(api_versions) == 1 and len(metadata) == 1, lines
+    assert re.search(r"DEBUG kafkette\.requests: Metadata v12 correlation=\d+ "
+                     r"client_id=probe-client from /127\.0\.0\.1: \d+\.\d{3} ms$", metadata[0])
