@@ -14,21 +14,17 @@ import pytest
 pytest.importorskip("pyspark", reason="needs the pipeline extra: pip install -e '.[test,pipeline]'")
 pytest.importorskip("pyarrow", reason="needs the pipeline extra")
 
-from kafkette.broker.admin_cli import AdminClient  # noqa: E402
-from tests.compat.kafka_python import produce  # noqa: E402
 
-
-def test_lag_job_from_a_non_activated_venv(kafka_broker_factory, tmp_path):
+def test_readme_demo_then_lag_job_from_a_non_activated_venv(tmp_path):
+    """README's two pipeline commands, with the venv not activated and a foreign python3 first
+    on PATH."""
     java = shutil.which("java")
     if java is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17+")
-    broker = kafka_broker_factory(config={"num.partitions": "1"})
-    broker.run(broker.broker.logs.create_topic("events", 1))
-    produce(broker.bootstrap, "events", 10, partitions=1)
-    with AdminClient(broker.bootstrap) as admin:
-        assert admin.commit("reporting", {("events", 0): 4}) == {("events", 0): "NONE"}
-    log_dirs = broker.config["log.dirs"]
-    broker.stop()
+    demo, out = tmp_path / "kafkette-demo", tmp_path / "kafkette-lag"
+    ran = subprocess.run([sys.executable, "-m", "kafkette.pipeline.demo", str(demo)],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
 
     # First on PATH: a python3 that is not the venv's (it cannot even start a worker).
     shims = tmp_path / "bin"
@@ -42,9 +38,10 @@ def test_lag_job_from_a_non_activated_venv(kafka_broker_factory, tmp_path):
            if k not in ("VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
     env["PATH"] = os.pathsep.join(path)
     kafkette = Path(sys.executable).parent / "kafkette"  # by absolute path, as from cron or CI
-    out = tmp_path / "out"
-    result = subprocess.run([str(kafkette), "pipeline", "lag", "--log-dirs", log_dirs, "--out",
-                             str(out), "--master", "local[1]"], env=env, capture_output=True,
-                            text=True, timeout=600, cwd=tmp_path)
+    result = subprocess.run([str(kafkette), "pipeline", "lag", "--log-dirs", str(demo), "--out",
+                             str(out), "--master", "local[2]"], env=env, capture_output=True,
+                            text=True, timeout=900, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
-    assert "| reporting | events | 0 | 4 | 10 | 6 |" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "| billing | 3 |" in summary and "| audit | 3 |" in summary, summary
+    assert (out / "lag.png").stat().st_size > 10_000
