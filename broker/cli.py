@@ -7,6 +7,7 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import NoReturn
 
 from kafkette.storage.topics import LogDirError
 
@@ -19,9 +20,16 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 STARTUP_ERRORS = (ConfigError, StartupError, LogDirError)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad command line is one line on stderr (no usage dump); ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafkette", description="A Kafka-compatible broker")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     serve = sub.add_parser("serve", help="run the broker")
     serve.add_argument("--config", help="a Kafka server.properties file")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
