@@ -6,8 +6,8 @@
     kafkette groups --bootstrap-server H:P --delete (--group G ... | --all-groups)
     kafkette groups --bootstrap-server H:P --reset-offsets (--group G ... | --all-groups)
         (--topic T[:P,P] ... | --all-topics) (--to-earliest | --to-latest | --to-current |
-        --to-offset N | --shift-by N | --to-datetime ISO | --by-duration PnDTnHnMnS)
-        [--dry-run | --execute]
+        --to-offset N | --shift-by N | --to-datetime ISO | --by-duration PnDTnHnMnS) |
+        --from-file CSV) [--dry-run | --execute] [--export]
     kafkette groups --bootstrap-server H:P --delete-offsets --group G --topic T[:P,P] ...
 
 The short forms stay: ``kafkette groups list``, ``describe G``, ``delete G``,
@@ -23,15 +23,17 @@ import datetime as dt
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from .admin_cli import EARLIEST, LATEST, AdminClient, AdminError, decode_assignment
+from .config import read_properties
 
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest", "to-latest",
-             "to-current")
+             "to-current", "from-file")
 VALUE_OPTIONS = {"--bootstrap-server", "--group", "--topic", "--timeout", "--command-config",
-                 "--to-offset", "--shift-by", "--to-datetime", "--by-duration"}
+                 "--to-offset", "--shift-by", "--to-datetime", "--by-duration", "--from-file"}
 CONSUMER_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty",
                    "Assigning", "Reconciling")
 DASH = "-"
@@ -71,8 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to-earliest", action="store_true")
     p.add_argument("--to-latest", action="store_true")
     p.add_argument("--to-current", action="store_true")
+    p.add_argument("--from-file", metavar="CSV", help="offsets from a CSV: [group,]topic,partition,offset")
+    p.add_argument("--export", action="store_true", help="print the new offsets as that CSV")
     p.add_argument("--timeout", type=int, default=5000, metavar="MS")
-    p.add_argument("--command-config", metavar="FILE", help="accepted; kafkette needs no client config")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties; client.id is used, security settings must be PLAINTEXT")
     return p
 
 
@@ -156,14 +161,14 @@ def check_args(args: argparse.Namespace) -> str:
         if not used:
             raise UsageError(f"Option '{_opt('reset-offsets')}' requires one of the following "
                              "scenarios: " + ", ".join(_opt(s) for s in SCENARIOS))
-        if not args.topic and not args.all_topics:
+        if not args.topic and not args.all_topics and not args.from_file:
             raise UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
         if args.topic and args.all_topics:
             raise UsageError(f'Option "{_opt("topic")}" can\'t be used with option '
                              f'"{_opt("all-topics")}"')
-    elif args.dry_run or args.execute or args.all_topics:
-        raise UsageError("Options --dry-run, --execute and --all-topics can only be used with "
-                         f"{_opt('reset-offsets')}")
+    elif args.dry_run or args.execute or args.all_topics or args.export:
+        raise UsageError("Options --dry-run, --execute, --export and --all-topics can only be used "
+                         f"with {_opt('reset-offsets')}")
     if args.group and args.all_groups:
         raise UsageError(f'Option "{_opt("group")}" can\'t be used with option "{_opt("all-groups")}"')
     if args.group and action == "list":
@@ -176,6 +181,9 @@ def check_args(args: argparse.Namespace) -> str:
         parse_datetime(args.to_datetime)
     if args.by_duration is not None:
         parse_duration_ms(args.by_duration)
+    if args.from_file is not None:
+        args.plan = read_plan(args.from_file)
+    args.client = read_client_config(args.command_config)
     return action
 
 
@@ -225,6 +233,39 @@ def parse_duration_ms(value: str) -> int:
     ms = ((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60_000
     ms += int(float(seconds or 0) * 1000)
     return -ms if sign else ms
+
+
+def read_client_config(path: str | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        client = read_properties(Path(path))
+    except OSError as exc:
+        raise UsageError(f"--command-config {path}: {exc.strerror or exc}") from None
+    protocol = client.get("security.protocol", "PLAINTEXT").upper()
+    if protocol != "PLAINTEXT":
+        raise UsageError(f"--command-config {path}: security.protocol={protocol} is not supported "
+                         "(kafkette serves PLAINTEXT)")
+    return client
+
+
+def read_plan(path: str) -> list[tuple[str | None, str, int, int]]:
+    """A reset plan CSV as ``--export`` writes it: ``topic,partition,offset`` lines, or
+    ``group,topic,partition,offset`` when it covers several groups."""
+    try:
+        with open(path) as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError as exc:
+        raise UsageError(f"--from-file {path}: {exc.strerror or exc}") from None
+    plan: list[tuple[str | None, str, int, int]] = []
+    for line in lines:
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) not in (3, 4) or not all(c.lstrip("-").isdigit() for c in cells[-2:]):
+            raise UsageError(f"--from-file {path}: invalid line {line!r} "
+                             "(expected [group,]topic,partition,offset)")
+        group = cells[0] if len(cells) == 4 else None
+        plan.append((group, cells[-3], int(cells[-2]), int(cells[-1])))
+    return plan
 
 
 # Commands -------------------------------------------------------------------------------------
@@ -383,6 +424,11 @@ def _resolve(admin: AdminClient, specs: list[tuple[str, list[int] | None]]) -> l
 
 def reset_targets(admin: AdminClient, args: argparse.Namespace, group: str) -> dict[tuple[str, int], int]:
     committed = admin.committed(group)
+    if args.from_file is not None:
+        wanted = {(t, p): o for g, t, p, o in args.plan if g in (None, group)}
+        tps = _resolve(admin, [(t, [p]) for t, p in wanted])
+        earliest, latest = admin.list_offsets(tps, EARLIEST), admin.list_offsets(tps, LATEST)
+        return {tp: min(max(wanted[tp], earliest[tp]), latest[tp]) for tp in tps}
     if args.all_topics:
         specs: list[tuple[str, list[int] | None]] = [(t, None) for t in sorted({t for t, _ in committed})]
     else:
@@ -431,7 +477,11 @@ def cmd_reset(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"Error: commit of {t}-{p} failed: {e}\n")
             status = status or (1 if errors else 0)
         rows += [(group, t, p, target[(t, p)]) for t, p in sorted(target)]
-    if len(rows) > 1:
+    if args.export:  # Kafka's CSV: with several groups, the group first on each line
+        several = len({r[0] for r in rows[1:]}) > 1
+        for group, topic, partition, offset in rows[1:]:
+            out.write((f"{group}," if several else "") + f"{topic},{partition},{offset}\n")
+    elif len(rows) > 1:
         table(rows, out)
     return status
 
@@ -462,7 +512,8 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
     try:
         args = build_parser().parse_args(normalize(argv))
         action = check_args(args)
-        with AdminClient(args.bootstrap_server, timeout=max(args.timeout, 1000) / 1000) as admin:
+        with AdminClient(args.bootstrap_server, timeout=max(args.timeout, 1000) / 1000,
+                         client_id=args.client.get("client.id", "kafkette-admin")) as admin:
             return COMMANDS[action](admin, args, out or sys.stdout)
     except (UsageError, AdminError, OSError) as exc:
         print(f"kafkette groups: {exc}", file=sys.stderr)

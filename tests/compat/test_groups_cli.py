@@ -141,7 +141,7 @@ REFUSALS = [
      "One of the reset scopes should be defined: --all-topics, --topic."),
     (["--reset-offsets", "--group", GROUP, "--topic", TOPIC],
      "Option '[reset-offsets]' requires one of the following scenarios: [to-offset], [shift-by], "
-     "[to-datetime], [by-duration], [to-earliest], [to-latest], [to-current]"),
+     "[to-datetime], [by-duration], [to-earliest], [to-latest], [to-current], [from-file]"),
     (["--reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-earliest", "--to-latest"],
      'Option "[to-earliest]" can\'t be used with option "[to-latest]"'),
     (["--reset-offsets", "--group", GROUP, "--topic", f"{TOPIC}:x", "--to-earliest"],
@@ -154,6 +154,12 @@ REFUSALS = [
      "Text cannot be parsed to a Duration: 1h"),
     (["--reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-offset", "ten"],
      "argument --to-offset: invalid int value: 'ten'"),
+    (["--reset-offsets", "--group", GROUP, "--from-file", "/nonexistent.csv"],
+     "--from-file /nonexistent.csv: No such file or directory"),
+    (["--list", "--export"], "Options --dry-run, --execute, --export and --all-topics can only be "
+                             "used with [reset-offsets]"),
+    (["--list", "--command-config", "/nonexistent.properties"],
+     "--command-config /nonexistent.properties: No such file or directory"),
     (["--list", "--state", "sleeping"], "Invalid state list 'sleeping'. Valid states are: "),
     (["--list", "--bogus"], "unrecognized arguments: --bogus"),
     (["describe", GROUP, "extra", "--members", "--state"], "takes at most one of these options"),
@@ -197,6 +203,22 @@ def test_dry_run_and_execute(broker, member) -> None:
     result = run_groups(*base, "--execute")
     assert result.returncode == 0 and result.stderr == ""
     assert AdminClient(broker.bootstrap).committed(GROUP)[(TOPIC, 0)] == 3
+
+
+def test_export_then_reset_from_file(broker, member, tmp_path) -> None:
+    member.close()
+    exported = run_groups("--bootstrap-server", broker.bootstrap, "--reset-offsets", "--group",
+                          GROUP, "--topic", f"{TOPIC}:0,2", "--to-offset", "7", "--dry-run",
+                          "--export")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == f"{TOPIC},0,7\n{TOPIC},2,7\n"
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported.stdout + f"{TOPIC},1,99\n")  # 99 is past the log end: clamped to 10
+    applied = run_groups("--bootstrap-server", broker.bootstrap, "--reset-offsets", "--group",
+                         GROUP, "--from-file", str(plan), "--execute")
+    assert applied.returncode == 0, applied.stderr
+    assert AdminClient(broker.bootstrap).committed(GROUP) == {(TOPIC, 0): 7, (TOPIC, 1): 10,
+                                                              (TOPIC, 2): 7}
 
 
 def test_delete_offsets(broker, member) -> None:
