@@ -371,8 +371,19 @@ class BrokerConfig(Mapping[str, str]):
         return parse_listeners(self._values["listeners"])
 
     @property
+    def broker_listeners(self) -> list[Listener]:
+        """The listeners kafkette serves: those not named in ``controller.listener.names`` (a
+        Kafka server.properties lists the KRaft controller's; a single kafkette has none)."""
+        controllers = {name.strip().upper() for name in
+                       self._values.get("controller.listener.names", "").split(",") if name.strip()}
+        served = [item for item in self.listeners if item.name not in controllers]
+        if not served:
+            raise ConfigError("every listener is a controller listener (controller.listener.names)")
+        return served
+
+    @property
     def listener(self) -> Listener:
-        return self.listeners[0]
+        return self.broker_listeners[0]
 
     @property
     def advertised_listeners(self) -> list[Listener]:

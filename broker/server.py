@@ -94,7 +94,7 @@ class Broker:
         self.config.log_values()
         await self.logs.start()
         try:
-            for listener in self.config.listeners:
+            for listener in self.config.broker_listeners:
                 await self._listen(listener)
         except BaseException:
             await self.stop()

@@ -182,3 +182,21 @@ def test_debug_logs_one_line_per_request(tmp_path):
     assert len(api_versions) == 1 and len(metadata) == 1, lines
     assert re.search(r"DEBUG kafkette\.requests: Metadata v12 correlation=\d+ "
                      r"client_id=probe-client from /127\.0\.0\.1: \d+\.\d{3} ms$", metadata[0])
+
+
+def test_a_kafka_server_properties_starts_without_its_controller_listener(tmp_path):
+    """Kafka's shipped KRaft server.properties: the CONTROLLER listener is Kafka's, not served."""
+    props = tmp_path / "server.properties"
+    props.write_text("process.roles=broker,controller\nnode.id=1\n"
+                     "controller.quorum.bootstrap.servers=localhost:9093\n"
+                     "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:1\n"
+                     "advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
+                     "controller.listener.names=CONTROLLER\ninter.broker.listener.name=PLAINTEXT\n"
+                     "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+                     f"log.dirs={tmp_path / 'logs'}\nnum.network.threads=3\n")
+    proc, _ = start(["--config", str(props)])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(20) == 0
+    stderr = proc.stderr.read()
+    assert "isn't a known config" not in stderr  # Kafka's own keys are known
+    assert "listener CONTROLLER" not in stderr and "listener PLAINTEXT" in stderr
