@@ -1,10 +1,5 @@
-"""``kafkette groups ...``: consumer-group admin over the wire, modelled on kafka-consumer-groups.sh.
-
-    kafkette groups [--bootstrap-server H:P] list [--state]
-    kafkette groups describe GROUP
-    kafkette groups delete GROUP
-    kafkette groups reset-offsets GROUP (--topic T[:P,P] ... | --all-topics)
-        (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO) [--execute]
+"""The admin client behind ``kafkette groups`` (broker/groups_cli.py): consumer-group admin over
+the wire, as kafka-consumer-groups.sh's Admin calls.
 
 A small blocking client on the project's codec; API versions are negotiated with ApiVersions.
 kafkette is a single node, so the bootstrap broker is also every group's coordinator.
@@ -12,12 +7,8 @@ kafkette is a single node, so the bootstrap broker is also every group's coordin
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -28,13 +19,13 @@ from kafkette.protocol.consumer_protocol import ConsumerProtocolError, assignmen
 from .wire_client import WireClient, WireError
 
 API_VERSIONS, METADATA, LIST_OFFSETS = 18, 3, 2
-OFFSET_COMMIT, OFFSET_FETCH = 8, 9
+OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 
 # Version ranges this client knows the shape of; the highest one the broker also accepts is used.
 OURS: dict[int, tuple[int, int]] = {
     METADATA: (1, 12), LIST_OFFSETS: (1, 7), OFFSET_COMMIT: (2, 8), OFFSET_FETCH: (1, 7),
-    DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 4), DELETE_GROUPS: (0, 2),
+    DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 4), DELETE_GROUPS: (0, 2), OFFSET_DELETE: (0, 0),
 }
 EARLIEST, LATEST = -2, -1
 
@@ -47,12 +38,29 @@ def error_name(code: Any) -> str:
     return ErrorCode(int(code)).name.upper()
 
 
+def parse_bootstrap(bootstrap: str) -> list[str]:
+    """``host:port[,host:port...]`` checked as Kafka's clients do (ClientUtils)."""
+    servers = [item.strip() for item in bootstrap.split(",") if item.strip()]
+    if not servers:
+        raise AdminError("No resolvable bootstrap urls given in bootstrap.servers")
+    for server in servers:
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise AdminError(f"Invalid url in bootstrap.servers: {server}")
+    return servers
+
+
 class AdminClient(WireClient):
     def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin"):
-        try:
-            super().__init__(bootstrap, client_id, timeout)
-        except OSError as exc:
-            raise AdminError(f"cannot connect to {bootstrap}: {exc}") from exc
+        errors = []
+        for server in parse_bootstrap(bootstrap):  # the first one that answers, as Kafka's clients
+            try:
+                super().__init__(server, client_id, timeout)
+                break
+            except OSError as exc:
+                errors.append(f"{server}: {exc.strerror or exc}")
+        else:
+            raise AdminError(f"cannot connect to {bootstrap} ({'; '.join(errors)})")
         self.versions = self._negotiate()
 
     def _negotiate(self) -> dict[int, int]:
@@ -100,6 +108,28 @@ class AdminClient(WireClient):
         """Error name ('NONE' on success) of each group."""
         _, r = self.call(DELETE_GROUPS, groups_names=tuple(groups))
         return {res.group_id: error_name(res.error_code) for res in r.results}
+
+    def coordinator(self) -> tuple[str, int, int]:
+        """(host, port, node id) of the broker, which is every group's coordinator."""
+        _, r = self.call(METADATA, topics=(), allow_auto_topic_creation=False,
+                         include_cluster_authorized_operations=False,
+                         include_topic_authorized_operations=False)
+        node = r.brokers[0]
+        return node.host, int(node.port), int(node.node_id)
+
+    def delete_offsets(self, group: str, tps: Iterable[tuple[str, int]]) -> tuple[str, dict[tuple[str, int], str]]:
+        """OffsetDelete: (top-level error name, error name of each partition)."""
+        req = request_type(OFFSET_DELETE, 0)
+        topic_cls = item_type(req, "topics")
+        part_cls = item_type(topic_cls, "partitions")
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        topics = tuple(make(topic_cls, name=t, partitions=tuple(
+            make(part_cls, partition_index=p) for p in sorted(ps))) for t, ps in sorted(by_topic.items()))
+        _, r = self.call(OFFSET_DELETE, group_id=group, topics=topics)
+        return error_name(r.error_code), {(t.name, int(p.partition_index)): error_name(p.error_code)
+                                          for t in r.topics for p in t.partitions}
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
         version, r = self.call(OFFSET_FETCH, group_id=group, topics=None, require_stable=False)
@@ -176,193 +206,3 @@ def decode_assignment(data: bytes) -> list[tuple[str, int]]:
         return assignment_partitions(data)
     except ConsumerProtocolError:
         return []
-
-
-# Commands -----------------------------------------------------------------------------------
-
-def _table(rows: list[Sequence[Any]], out: TextIO) -> None:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        out.write(" ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
-
-
-DESCRIBE_HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                   "CONSUMER-ID", "HOST", "CLIENT-ID")
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionRow:
-    topic: str
-    partition: int
-    current: int | None
-    log_end: int | None
-    member: tuple[str, str, str] | None  # consumer id, host, client id
-
-    @property
-    def lag(self) -> int | None:
-        if self.current is None or self.log_end is None:
-            return None
-        return max(self.log_end - self.current, 0)
-
-
-def describe_rows(admin: AdminClient, group: str) -> tuple[Any, list[PartitionRow], list]:
-    """The group, one row per partition it owns or committed, and the members owning nothing."""
-    described = admin.describe_group(group)
-    committed = admin.committed(group)
-    owners: dict[tuple[str, int], tuple[str, str, str]] = {}
-    idle = []
-    for m in described.members:
-        tps = decode_assignment(m.member_assignment) if described.protocol_type == "consumer" else []
-        for tp in tps:
-            owners[tp] = (m.member_id, m.client_host, m.client_id)
-        if not tps:
-            idle.append(m)
-    tps = sorted(set(committed) | set(owners))
-    log_end = admin.list_offsets(tps, LATEST) if tps else {}
-    rows = [PartitionRow(t, p, committed.get((t, p)), log_end.get((t, p)), owners.get((t, p)))
-            for t, p in tps]
-    return described, rows, idle
-
-
-def cmd_list(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
-    groups = admin.list_groups()
-    if args.state:
-        _table([("GROUP", "STATE"), *[(g, s or "-") for g, _t, s in groups]], out)
-    else:
-        for group, _type, _state in groups:
-            out.write(group + "\n")
-    return 0
-
-
-def cmd_describe(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
-    group = args.group
-    described, rows, idle = describe_rows(admin, group)
-    if described.group_state == "Dead":
-        out.write(f"Error: Consumer group '{group}' does not exist.\n")
-        return 1
-    if not described.members:
-        out.write(f"\nConsumer group '{group}' has no active members.\n")
-    elif described.group_state in ("PreparingRebalance", "CompletingRebalance"):
-        out.write(f"\nWarning: Consumer group '{group}' is rebalancing.\n")
-    out.write("\n")
-    dash = "-"
-    table: list[Sequence[Any]] = [DESCRIBE_HEADER]
-    for r in rows:
-        member = r.member or (dash, dash, dash)
-        table.append((group, r.topic, r.partition, dash if r.current is None else r.current,
-                      dash if r.log_end is None else r.log_end, dash if r.lag is None else r.lag,
-                      *member))
-    for m in idle:
-        table.append((group, dash, dash, dash, dash, dash, m.member_id, m.client_host, m.client_id))
-    _table(table, out)
-    return 0
-
-
-def cmd_delete(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
-    results = admin.delete_groups(args.group)
-    failed = {g: e for g, e in results.items() if e != "NONE"}
-    ok = [g for g in results if g not in failed]
-    if ok:
-        names = ", ".join(f"'{g}'" for g in ok)
-        out.write(f"Deletion of requested consumer groups ({names}) was successful.\n")
-    if failed:
-        out.write("Deletion of some consumer groups failed:\n")
-        for g, e in failed.items():
-            out.write(f"* Group '{g}' could not be deleted due to: {e}\n")
-        return 1
-    return 0
-
-
-def _parse_topics(specs: list[str]) -> list[tuple[str, list[int] | None]]:
-    out = []
-    for spec in specs:
-        topic, _, parts = spec.partition(":")
-        out.append((topic, [int(p) for p in parts.split(",") if p] if parts else None))
-    return out
-
-
-def cmd_reset(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
-    group = args.group
-    described = admin.describe_group(group)
-    if described.group_state not in ("Empty", "Dead"):
-        out.write(f"Error: Assignments can only be reset if the group '{group}' is inactive, "
-                  f"but the current state is {described.group_state}.\n")
-        return 1
-    committed = admin.committed(group)
-    if args.all_topics:
-        specs: list[tuple[str, list[int] | None]] = [(t, None) for t in sorted({t for t, _ in committed})]
-    else:
-        specs = _parse_topics(args.topic)
-    counts = admin.partitions(t for t, _ in specs)
-    tps: list[tuple[str, int]] = []
-    for topic, parts in specs:
-        if topic not in counts:
-            out.write(f"Error: topic '{topic}' does not exist.\n")
-            return 1
-        tps += [(topic, p) for p in (parts if parts is not None else range(counts[topic]))]
-    earliest = admin.list_offsets(tps, EARLIEST)
-    latest = admin.list_offsets(tps, LATEST)
-    if args.to_earliest:
-        target = dict(earliest)
-    elif args.to_latest:
-        target = dict(latest)
-    elif args.to_offset is not None:
-        target = {tp: args.to_offset for tp in tps}
-    elif args.shift_by is not None:
-        target = {tp: committed.get(tp, latest[tp]) + args.shift_by for tp in tps}
-    else:
-        when = dt.datetime.fromisoformat(args.to_datetime)
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
-        found = admin.list_offsets(tps, int(when.timestamp() * 1000))
-        target = {tp: latest[tp] if off < 0 else off for tp, off in found.items()}
-    # Out-of-range targets are clamped to the log's range, as kafka-consumer-groups does.
-    target = {tp: min(max(off, earliest[tp]), latest[tp]) for tp, off in target.items()}
-    if args.execute:
-        errors = {tp: e for tp, e in admin.commit(group, target).items() if e != "NONE"}
-        if errors:
-            for (t, p), e in sorted(errors.items()):
-                out.write(f"Error: commit of {t}-{p} failed: {e}\n")
-            return 1
-    _table([("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
-            *[(group, t, p, target[(t, p)]) for t, p in sorted(target)]], out)
-    if not args.execute:
-        out.write("\n(dry run: add --execute to commit these offsets)\n")
-    return 0
-
-
-def add_parser(sub: Any) -> None:
-    """The ``groups`` subcommand, added to the ``kafkette`` parser."""
-    groups = sub.add_parser("groups", help="list, describe, delete consumer groups; reset offsets")
-    groups.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
-    actions = groups.add_subparsers(dest="action", required=True)
-    lister = actions.add_parser("list", help="list the groups")
-    lister.add_argument("--state", action="store_true", help="show each group's state")
-    actions.add_parser("describe", help="offsets, lag and members of a group").add_argument("group")
-    actions.add_parser("delete", help="delete empty groups").add_argument("group", nargs="+")
-    reset = actions.add_parser("reset-offsets", help="set an inactive group's committed offsets")
-    reset.add_argument("group")
-    scope = reset.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P]")
-    scope.add_argument("--all-topics", action="store_true")
-    how = reset.add_mutually_exclusive_group(required=True)
-    how.add_argument("--to-earliest", action="store_true")
-    how.add_argument("--to-latest", action="store_true")
-    how.add_argument("--to-offset", type=int)
-    how.add_argument("--shift-by", type=int)
-    how.add_argument("--to-datetime", metavar="ISO-8601")
-    reset.add_argument("--execute", action="store_true", help="commit (default: dry run)")
-    reset.add_argument("--dry-run", action="store_true", help="only show the new offsets")
-
-
-COMMANDS = {"list": cmd_list, "describe": cmd_describe, "delete": cmd_delete,
-            "reset-offsets": cmd_reset}
-
-
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    try:
-        with AdminClient(args.bootstrap_server) as admin:
-            return COMMANDS[args.action](admin, args, out or sys.stdout)
-    except (AdminError, OSError) as exc:
-        print(f"kafkette groups: {exc}", file=sys.stderr)
-        return 1

@@ -7,26 +7,44 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import NoReturn
+
+from kafkette.storage.topics import LogDirError
 
 from .admin import admin_address
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
-from .server import Broker
+from .server import Broker, StartupError
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Start-up failures reported as one line on stderr (with --debug: the traceback too).
+STARTUP_ERRORS = (ConfigError, StartupError, LogDirError)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A bad command line is one line on stderr (no usage dump); ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafkette", description="A Kafka-compatible broker")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     serve = sub.add_parser("serve", help="run the broker")
     serve.add_argument("--config", help="a Kafka server.properties file")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                       help="log level (default INFO; DEBUG logs every request)")
+    serve.add_argument("--debug", action="store_true",
+                       help="show the traceback of a start-up failure")
     serve.add_argument("--admin", metavar="HOST:PORT",
                        help="serve /metrics and the web console here (admin.listener)")
-    from . import admin_cli  # small; its parser must be listed in --help
-
-    admin_cli.add_parser(sub)
+    groups = sub.add_parser("groups", add_help=False,
+                            help="kafka-consumer-groups.sh: --list, --describe, --delete, "
+                                 "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
+    groups.add_argument("args", nargs=argparse.REMAINDER)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
@@ -42,43 +60,53 @@ def run_pipeline(argv: list[str]) -> int:
 
 async def serve(config: BrokerConfig) -> None:
     broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     await broker.start()
     host, port = broker.bound
     # One line with the bound address, so scripts starting with port 0 can find it.
     print(f"kafkette listening on {host}:{port}", flush=True)
     if broker.admin is not None:
         print(f"kafkette admin on {broker.admin.url}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    logging.getLogger("kafkette.broker").info("shutting down")
+    log = logging.getLogger("kafkette.broker")
+    log.info("shutting down")
     await broker.stop()
+    log.info("shutdown complete")
+
+
+def fail(exc: BaseException, debug: bool) -> int:
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"kafkette: {exc}", file=sys.stderr)
+    return 2 if isinstance(exc, ConfigError) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
         return run_pipeline(argv[1:])
-    args = build_parser().parse_args(argv)
-    if args.command == "groups":
-        from . import admin_cli
+    if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
+        from . import groups_cli
 
-        return admin_cli.run(args)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+        return groups_cli.main(argv[1:])
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         try:
             overrides = args.override + ([f"admin.listener={args.admin}"] if args.admin else [])
             config = BrokerConfig.from_sources(args.config, overrides)
-            config.listener  # noqa: B018  (validate early)
+            config.validate()  # fail before the event loop starts
             admin_address(config)
-        except (ConfigError, OSError) as exc:
-            print(f"kafkette: {exc}", file=sys.stderr)
-            return 2
-        logging.getLogger("kafkette.broker").debug("event loop: %s", loop_name())
-        run(serve(config))
+            logging.getLogger("kafkette.broker").debug("event loop: %s", loop_name())
+            run(serve(config))
+        except STARTUP_ERRORS as exc:
+            return fail(exc, args.debug)
     return 0
 
 

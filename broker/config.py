@@ -1,19 +1,28 @@
 """Broker configuration with Kafka's config names and defaults.
 
 Defaults are Apache Kafka's, except where a dev broker should differ (noted inline).
-Each component reads its own keys; add new keys to ``DEFAULTS`` with Kafka's default.
+Each component reads its own keys. A new key goes into ``DEFAULTS`` with Kafka's default and
+into ``CONFIG_KEYS`` with its type and check (Kafka's ``ConfigDef``); ``validate()`` checks
+every supplied value against it at start, with Kafka's wording.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from kafkette.storage import topic_config
+
+log = logging.getLogger("kafkette.broker.config")
+
 DEFAULTS: dict[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "advertised.listeners": "",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                      "SASL_SSL:SASL_SSL",
     "log.dirs": "/tmp/kafkette-logs",
     "node.id": "1",
     "cluster.id": "kafkette-cluster-0001",
@@ -77,6 +86,172 @@ class ConfigError(ValueError):
     pass
 
 
+# Types and checks (Kafka's ConfigDef) -------------------------------------------------------
+
+_INT_RANGES = {"SHORT": (-(2**15), 2**15 - 1), "INT": (-(2**31), 2**31 - 1),
+               "LONG": (-(2**63), 2**63 - 1)}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One accepted key: Kafka's type name and an optional check of the parsed value."""
+
+    type: str  # INT, SHORT, LONG, DOUBLE, BOOLEAN, STRING, LIST
+    check: Callable[[object], str | None] | None = None  # returns Kafka's complaint, or None
+
+
+def at_least(low: int) -> Callable[[object], str | None]:
+    return lambda v: None if v >= low else f"Value must be at least {low}"  # type: ignore[operator]
+
+
+def between(low: int, high: int) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        if value < low:  # type: ignore[operator]
+            return f"Value must be at least {low}"
+        return f"Value must be no more than {high}" if value > high else None  # type: ignore[operator]
+    return check
+
+
+def one_of(*choices: str) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        items = value if isinstance(value, list) else [value]
+        if all(item in choices for item in items) and items:
+            return None
+        return "String must be one of: " + ", ".join(choices)
+    return check
+
+
+def _listener_list(value: object) -> str | None:
+    try:
+        parse_listeners(",".join(value))  # type: ignore[arg-type]
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _one_dir(value: object) -> str | None:
+    dirs = [d for d in str(value).split(",") if d.strip()]
+    if len(dirs) != 1:
+        return "kafkette stores its logs in exactly one directory"
+    return None
+
+
+CONFIG_KEYS: dict[str, ConfigKey] = {
+    "listeners": ConfigKey("LIST", _listener_list),
+    "advertised.listeners": ConfigKey("LIST"),
+    "listener.security.protocol.map": ConfigKey("LIST"),
+    "log.dirs": ConfigKey("STRING", _one_dir),
+    "node.id": ConfigKey("INT", at_least(0)),
+    "cluster.id": ConfigKey("STRING"),
+    "num.partitions": ConfigKey("INT", at_least(1)),
+    "default.replication.factor": ConfigKey("INT", at_least(1)),
+    "auto.create.topics.enable": ConfigKey("BOOLEAN"),
+    "socket.request.max.bytes": ConfigKey("INT", at_least(1)),
+    "connections.max.idle.ms": ConfigKey("LONG"),
+    "message.max.bytes": ConfigKey("INT", at_least(0)),
+    "log.segment.bytes": ConfigKey("INT", at_least(14)),
+    "log.retention.ms": ConfigKey("LONG"),
+    "log.retention.minutes": ConfigKey("INT"),
+    "log.retention.hours": ConfigKey("INT"),
+    "log.retention.bytes": ConfigKey("LONG"),
+    "log.retention.check.interval.ms": ConfigKey("LONG", at_least(1)),
+    "log.flush.interval.messages": ConfigKey("LONG", at_least(1)),
+    "log.flush.interval.ms": ConfigKey("LONG"),
+    "log.message.timestamp.type": ConfigKey("STRING", one_of("CreateTime", "LogAppendTime")),
+    "log.cleanup.policy": ConfigKey("LIST", one_of("compact", "delete")),
+    "log.index.interval.bytes": ConfigKey("INT", at_least(0)),
+    "log.roll.hours": ConfigKey("INT", at_least(1)),
+    "log.roll.ms": ConfigKey("LONG"),
+    "log.cleaner.backoff.ms": ConfigKey("LONG", at_least(0)),
+    "log.cleaner.delete.retention.ms": ConfigKey("LONG", at_least(0)),
+    "log.cleaner.min.compaction.lag.ms": ConfigKey("LONG", at_least(0)),
+    "log.message.timestamp.after.max.ms": ConfigKey("LONG", at_least(0)),
+    "log.message.timestamp.before.max.ms": ConfigKey("LONG", at_least(0)),
+    "compression.type": ConfigKey("STRING", one_of("uncompressed", "zstd", "lz4", "snappy",
+                                                   "gzip", "producer")),
+    "min.insync.replicas": ConfigKey("INT", at_least(1)),
+    "delete.topic.enable": ConfigKey("BOOLEAN"),
+    "offsets.topic.num.partitions": ConfigKey("INT", at_least(1)),
+    "offsets.topic.replication.factor": ConfigKey("SHORT", at_least(1)),
+    "offsets.topic.segment.bytes": ConfigKey("INT", at_least(1)),
+    "offsets.retention.minutes": ConfigKey("INT", at_least(1)),
+    "offsets.retention.check.interval.ms": ConfigKey("LONG", at_least(1)),
+    "offsets.commit.timeout.ms": ConfigKey("INT", at_least(1)),
+    "offset.metadata.max.bytes": ConfigKey("INT"),
+    "group.initial.rebalance.delay.ms": ConfigKey("INT", at_least(0)),
+    "group.min.session.timeout.ms": ConfigKey("INT"),
+    "group.max.session.timeout.ms": ConfigKey("INT"),
+    "group.max.size": ConfigKey("INT", at_least(1)),
+    "group.coordinator.append.linger.ms": ConfigKey("INT", at_least(-1)),
+    "offsets.topic.compression.codec": ConfigKey("INT", between(0, 4)),
+    "offsets.load.buffer.size": ConfigKey("INT", at_least(1)),
+    "log.flush.offset.checkpoint.interval.ms": ConfigKey("INT", at_least(0)),
+    "queued.max.requests": ConfigKey("INT", at_least(1)),
+    "queued.max.request.bytes": ConfigKey("LONG", at_least(-1)),
+    "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
+    "request.max.elements": ConfigKey("INT", at_least(1)),
+    "admin.listener": ConfigKey("STRING"),
+}
+
+# Broker-level synonyms of topic configs the logs read (log.preallocate, log.roll.jitter.ms, ...).
+_TOPIC_TYPES = {topic_config.BOOLEAN: "BOOLEAN", topic_config.INT: "INT",
+                topic_config.LONG: "LONG", topic_config.SHORT: "SHORT",
+                topic_config.DOUBLE: "DOUBLE", topic_config.LIST: "LIST"}
+for _d in topic_config.TOPIC_CONFIGS.values():
+    if _d.synonym and _d.synonym not in CONFIG_KEYS:
+        CONFIG_KEYS[_d.synonym] = ConfigKey(_TOPIC_TYPES.get(_d.type, "STRING"))
+
+# Kafka keys of a shipped server.properties that mean nothing to a single-node broker: accepted
+# without a warning (Kafka knows them), and without effect.
+NO_EFFECT_KEYS = frozenset({
+    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+    "controller.listener.names", "inter.broker.listener.name", "num.network.threads",
+    "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+    "num.recovery.threads.per.data.dir", "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr", "broker.id",
+})
+
+
+def parse_value(key: str, raw: str) -> object:
+    """The value of ``key`` parsed and checked as Kafka would; raises ConfigError."""
+    spec = CONFIG_KEYS.get(key)
+    if spec is None:
+        return raw
+    value = raw.strip()
+    parsed: object
+    if spec.type in _INT_RANGES:
+        low, high = _INT_RANGES[spec.type]
+        try:
+            parsed = int(value)
+        except ValueError:
+            parsed = None
+        if parsed is None or not low <= parsed <= high:  # type: ignore[operator]
+            raise ConfigError(f"Invalid value {raw} for configuration {key}: "
+                              f"Not a number of type {spec.type}")
+    elif spec.type == "DOUBLE":
+        try:
+            parsed = float(value)
+        except ValueError:
+            raise ConfigError(f"Invalid value {raw} for configuration {key}: "
+                              "Not a number of type DOUBLE") from None
+    elif spec.type == "BOOLEAN":
+        if value.lower() not in ("true", "false"):
+            raise ConfigError(f"Invalid value {raw} for configuration {key}: "
+                              "Expected value to be either true or false")
+        parsed = value.lower() == "true"
+    elif spec.type == "LIST":
+        parsed = [item.strip() for item in value.split(",") if item.strip()]
+    else:
+        parsed = value
+    complaint = spec.check(parsed) if spec.check else None
+    if complaint:
+        raise ConfigError(f"Invalid value {raw} for configuration {key}: {complaint}")
+    return parsed
+
+
+# Listeners ------------------------------------------------------------------------------------
+
 @dataclass(frozen=True, slots=True)
 class Listener:
     name: str
@@ -84,31 +259,62 @@ class Listener:
     port: int
 
 
-def parse_listener(value: str) -> Listener:
-    first = value.split(",")[0].strip()
-    if "://" not in first:
-        raise ConfigError(f"listener {value!r} must look like PLAINTEXT://host:port")
-    parts = urlsplit(first)
-    name = first.split("://", 1)[0]
-    if parts.port is None:
-        raise ConfigError(f"listener {value!r} has no port")
-    return Listener(name, parts.hostname or "0.0.0.0", parts.port)
+def _parse_one_listener(item: str) -> Listener:
+    if "://" not in item:
+        raise ConfigError(f"listener {item!r} must look like PLAINTEXT://host:port")
+    name = item.split("://", 1)[0].strip().upper()
+    try:
+        port = urlsplit(item).port
+    except ValueError:
+        port = None
+    if port is None:
+        raise ConfigError(f"listener {item!r} has no port")
+    return Listener(name, urlsplit(item).hostname or "0.0.0.0", port)
 
+
+def parse_listeners(value: str) -> list[Listener]:
+    """``NAME://host:port,...``: listener names must be unique (Kafka's rule)."""
+    out = [_parse_one_listener(item.strip()) for item in value.split(",") if item.strip()]
+    if not out:
+        raise ConfigError("no listener given (listeners=PLAINTEXT://host:port)")
+    names = [item.name for item in out]
+    if len(set(names)) != len(names):
+        raise ConfigError("Each listener must have a different name")
+    return out
+
+
+def parse_listener(value: str) -> Listener:
+    return parse_listeners(value)[0]
+
+
+# The config -----------------------------------------------------------------------------------
 
 class BrokerConfig(Mapping[str, str]):
     """Kafka-style string properties with typed getters."""
 
     def __init__(self, overrides: Mapping[str, object] | None = None) -> None:
+        self._supplied = {key: _to_str(value) for key, value in (overrides or {}).items()}
         self._values = dict(DEFAULTS)
-        for key, value in (overrides or {}).items():
-            self._values[key] = _to_str(value)
+        self._values.update(self._supplied)
+        # Kafka's coarser synonyms apply when the finer key is not set.
+        if "log.retention.ms" not in self._supplied:
+            for key, factor in (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)):
+                if key in self._supplied and _is_int(self._supplied[key]):
+                    self._values["log.retention.ms"] = str(int(self._supplied[key]) * factor)
+                    break
+        if "log.dirs" not in self._supplied and "log.dir" in self._supplied:
+            self._values["log.dirs"] = self._supplied["log.dir"]
 
     @classmethod
     def from_sources(cls, properties_file: str | Path | None,
                      overrides: Iterable[str] = ()) -> BrokerConfig:
         values: dict[str, str] = {}
         if properties_file is not None:
-            values.update(read_properties(Path(properties_file)))
+            path = Path(properties_file)
+            try:
+                values.update(read_properties(path))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"--config {path}: {getattr(exc, 'strerror', None) or exc}") from exc
         for item in overrides:
             if "=" not in item:
                 raise ConfigError(f"--override expects key=value, got {item!r}")
@@ -119,11 +325,44 @@ class BrokerConfig(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         return self._values[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
         return len(self._values)
+
+    def validate(self) -> list[str]:
+        """Check every value (raises ConfigError, Kafka's wording); return the unknown keys."""
+        for key, raw in self._values.items():
+            parse_value(key, raw)
+        advertised = self.advertised_listeners
+        names = {item.name for item in self.listeners}
+        for item in advertised:
+            if item.name not in names:
+                raise ConfigError(f"Invalid value {self._values['advertised.listeners']} for "
+                                  f"configuration advertised.listeners: listener {item.name} "
+                                  "is not in listeners")
+        for item in self.listeners:
+            protocol = self.security_protocols.get(item.name)
+            if protocol is None:
+                raise ConfigError(f"No security protocol defined for listener {item.name} "
+                                  "(listener.security.protocol.map)")
+            if protocol != "PLAINTEXT":
+                raise ConfigError(f"Invalid value {self._values['listeners']} for configuration "
+                                  f"listeners: kafkette serves PLAINTEXT only, {item.name} "
+                                  f"is {protocol}")
+        return sorted(key for key in self._supplied
+                      if key not in CONFIG_KEYS and key not in NO_EFFECT_KEYS
+                      and key not in ("log.dir",))
+
+    def warn_unknown(self) -> None:
+        for key in self.validate():
+            log.warning("The configuration '%s' was supplied but isn't a known config.", key)
+
+    def log_values(self) -> None:
+        """Kafka's start-up dump of the effective config, one ``key = value`` a line."""
+        lines = "".join(f"\n\t{key} = {self._values[key]}" for key in sorted(self._values))
+        log.info("kafkette config values:%s", lines)
 
     def get_int(self, key: str) -> int:
         try:
@@ -141,18 +380,51 @@ class BrokerConfig(Mapping[str, str]):
         return self._values[key]
 
     def with_overrides(self, **overrides: object) -> BrokerConfig:
-        merged: dict[str, object] = dict(self._values)
+        merged: dict[str, object] = dict(self._supplied)
         merged.update({k.replace("_", "."): v for k, v in overrides.items()})
         return BrokerConfig(merged)
 
     @property
+    def listeners(self) -> list[Listener]:
+        return parse_listeners(self._values["listeners"])
+
+    @property
+    def broker_listeners(self) -> list[Listener]:
+        """The listeners kafkette serves: those not named in ``controller.listener.names`` (a
+        Kafka server.properties lists the KRaft controller's; a single kafkette has none)."""
+        controllers = {name.strip().upper() for name in
+                       self._values.get("controller.listener.names", "").split(",") if name.strip()}
+        served = [item for item in self.listeners if item.name not in controllers]
+        if not served:
+            raise ConfigError("every listener is a controller listener (controller.listener.names)")
+        return served
+
+    @property
     def listener(self) -> Listener:
-        return parse_listener(self._values["listeners"])
+        return self.broker_listeners[0]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        value = self._values.get("advertised.listeners", "")
+        return parse_listeners(value) if value.strip() else []
 
     @property
     def advertised_listener(self) -> Listener | None:
-        value = self._values.get("advertised.listeners", "")
-        return parse_listener(value) if value else None
+        advertised = self.advertised_listeners
+        return advertised[0] if advertised else None
+
+    def advertised_for(self, name: str) -> Listener | None:
+        """The advertised address of listener ``name`` (None: advertise the bound one)."""
+        return next((item for item in self.advertised_listeners if item.name == name), None)
+
+    @property
+    def security_protocols(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for item in self._values["listener.security.protocol.map"].split(","):
+            name, _, protocol = item.partition(":")
+            if name.strip():
+                out[name.strip().upper()] = protocol.strip().upper()
+        return out
 
     @property
     def node_id(self) -> int:
@@ -161,6 +433,14 @@ class BrokerConfig(Mapping[str, str]):
     @property
     def log_dirs(self) -> Path:
         return Path(self._values["log.dirs"].split(",")[0])
+
+
+def _is_int(value: str) -> bool:
+    try:
+        int(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _to_str(value: object) -> str:

@@ -20,6 +20,7 @@ from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
 
+from . import request_log
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .context import RequestContext
 from .registry import ROUTES
@@ -206,7 +207,7 @@ class KafkaConnection(asyncio.Protocol):
         ctx = RequestContext(key, version, corr, header.client_id, self.client_host,
                              self.broker.services)
         try:
-            result = route.handler(ctx, body)
+            result = request_log.handle(route.handler, ctx, body)  # DEBUG: one line a request
         except Exception:
             log.exception("handler for api %d v%d failed; closing %s", key, version, self.peer)
             self.close(None)

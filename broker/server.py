@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +15,7 @@ from kafkette.storage.topics import LogManager
 from . import handlers  # noqa: F401  (registers every API route)
 from .admin import admin_address, start_admin, stop_admin
 from .stats import BrokerStats
-from .config import BrokerConfig
+from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 
@@ -21,6 +23,45 @@ if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
 
 log = logging.getLogger("kafkette.broker")
+
+
+class StartupError(Exception):
+    """The broker cannot start (e.g. a listener's port is taken); the message names it."""
+
+
+class ListenerView:
+    """The broker as seen by connections that arrived on one listener: everything is the
+    broker's, except the advertised address, which is that listener's (Kafka's listener names)."""
+
+    def __init__(self, broker: Broker, listener: Listener, bound: tuple[str, int]) -> None:
+        self._broker = broker
+        self.listener = listener
+        self.bound = bound
+        # Metadata and FindCoordinator answer with the address of the listener asked.
+        self.services = dataclasses.replace(broker.services, cluster=ClusterInfo(
+            broker.config.node_id, broker.cluster_id, lambda: self.advertised))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._broker, name)
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return _advertised(self._broker.config, self.listener.name, self.bound)
+
+    @property
+    def bootstrap(self) -> str:
+        host, port = self.advertised
+        return f"{host}:{port}"
+
+
+def _advertised(config: BrokerConfig, name: str, bound: tuple[str, int]) -> tuple[str, int]:
+    adv = config.advertised_for(name)
+    host, port = bound
+    if adv is not None:
+        return adv.host, adv.port or port
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return host, port
 
 
 class Broker:
@@ -40,6 +81,8 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.logs = LogManager(self.config)
         self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
+        self.views: list[ListenerView] = []
         self._bound: tuple[str, int] | None = None
         self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
         self.services = Services(
@@ -65,19 +108,38 @@ class Broker:
         COORDINATOR_LOAD_IN_PROGRESS, which clients retry (Kafka behaves the same while it
         creates and loads ``__consumer_offsets``). ``wait_ready()`` waits for the load.
         """
+        self.config.warn_unknown()  # raises ConfigError on the first invalid value
+        self.config.log_values()
         await self.logs.start()
-        listener = self.config.listener
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self), listener.host, listener.port,
-            reuse_address=True, backlog=1024,
-        )
-        sock = self._server.sockets[0]
-        host, port = sock.getsockname()[:2]
-        self._bound = (host, port)
-        log.info("kafkette listening on %s:%d (node.id=%d)", host, port, self.config.node_id)
+        try:
+            for listener in self.config.broker_listeners:
+                await self._listen(listener)
+        except BaseException:
+            await self.stop()
+            raise
+        self._server = self._servers[0]
+        self._bound = self.views[0].bound
         self._coordinator_task = asyncio.ensure_future(self.services.groups.start())
         self.admin = await start_admin(self)
+
+    async def _listen(self, listener: Listener) -> None:
+        loop = asyncio.get_running_loop()
+        view = ListenerView(self, listener, (listener.host, listener.port))
+        try:
+            server = await loop.create_server(
+                lambda: KafkaConnection(view), listener.host, listener.port,  # type: ignore[arg-type]
+                reuse_address=True, backlog=1024,
+            )
+        except OSError as exc:
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise StartupError(f"listeners: cannot listen on {listener.host}:{listener.port} "
+                               f"(listener {listener.name}): {reason}") from exc
+        host, port = server.sockets[0].getsockname()[:2]
+        view.bound = (host, port)
+        self._servers.append(server)
+        self.views.append(view)
+        log.info("kafkette listening on %s:%d (listener %s, advertised %s, node.id=%d)", host, port,
+                 listener.name, view.bootstrap, self.config.node_id)
 
     async def wait_ready(self) -> None:
         """Wait until the group coordinator has created and replayed ``__consumer_offsets``."""
@@ -86,12 +148,14 @@ class Broker:
 
     async def stop(self) -> None:
         self.admin = await stop_admin(self.admin)
-        if self._server is not None:
-            self._server.close()
+        if self._servers:
+            for server in self._servers:
+                server.close()
             for conn in list(self.connections):
                 conn.close(None)
-            await self._server.wait_closed()
-            self._server = None
+            for server in self._servers:
+                await server.wait_closed()
+            self._servers, self.views, self._server = [], [], None
         if self._coordinator_task is not None:
             if not self._coordinator_task.done():
                 self._coordinator_task.cancel()
@@ -122,13 +186,7 @@ class Broker:
     @property
     def advertised(self) -> tuple[str, int]:
         """The address clients are told to use (advertised.listeners, else the bound one)."""
-        adv = self.config.advertised_listener
-        host, port = self.bound
-        if adv is not None:
-            return adv.host, adv.port or port
-        if host in ("0.0.0.0", "::"):
-            host = "127.0.0.1"
-        return host, port
+        return _advertised(self.config, self.config.listener.name, self.bound)
 
     @property
     def bootstrap(self) -> str:

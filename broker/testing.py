@@ -1,230 +1,105 @@
-"""Running kafkette from tests: in a background thread, or as a separate process.
+"""The kafkette pytest plugin (entry point ``pytest11`` named ``kafkette``).
 
-Also the pytest plugin (entry point ``pytest11``): fixtures ``kafka_broker`` (bootstrap address
-of a fresh broker with a temporary ``log.dirs``) and ``kafka_broker_factory``.
+Fixtures:
+
+- ``kafka_broker``: a fresh in-process broker for one test. The value *is* its bootstrap string
+  (``bootstrap_servers=kafka_broker`` works) and also offers pytest-kafka-broker's API
+  (``.bootstrap_server``, ``.config()``, ``.producer()``, ``.consumer()``, ``.admin()``,
+  ``.aio_producer()``, ``.aio_consumer()``; confluent-kafka) plus aiokafka clients
+  (``.aiokafka_producer()``, ``.aiokafka_consumer()``, ``.aiokafka_admin()``) and
+  ``.stop()`` / ``.start()`` / ``.restart()`` on the same address.
+- ``kafka_broker_session``: one broker shared by the whole session (same handle).
+- ``kafka_broker_factory``: brokers with extra config, ``kafka_broker_factory(**{"num.partitions": 3})``.
+- ``kafkette_broker``: ``kafka_broker`` under a name no other plugin uses.
+
+Broker config for all of them: the ini option ``kafkette_broker_config`` (and pytest-kafka-broker's
+``kafka_broker_extra_config``), one ``key=value`` a line, then ``--kafkette-config key=value``.
+With pytest-kafka-broker also installed, its ``kafka_broker`` stays in charge and kafkette's
+brokers are ``kafkette_broker`` / ``kafka_broker_session``; ``-p no:kafkette`` disables this plugin.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import re
-import signal
-import socket
-import struct
-import subprocess
-import sys
+import importlib.metadata
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future
 from contextlib import nullcontext
 from typing import Any
 
 import pytest
 
-from .server import Broker
+from .config import BrokerConfig, ConfigError
+from .broker_handle import KafkaBroker
+from .runners import TEST_DEFAULTS, BrokerProcess, ThreadedBroker, dotted_keys, test_config
 
-# Fast settings for tests: no initial rebalance delay, short minimum session timeout.
-TEST_DEFAULTS: dict[str, str] = {
-    "listeners": "PLAINTEXT://127.0.0.1:0",
-    "group.initial.rebalance.delay.ms": "0",
-    "group.min.session.timeout.ms": "100",
-    "group.coordinator.append.linger.ms": "1",
-}
+__all__ = ["TEST_DEFAULTS", "BrokerProcess", "KafkaBroker", "ThreadedBroker", "test_config"]
 
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-
-        return uvloop.new_event_loop()
-    except ImportError:
-        return asyncio.new_event_loop()
+INI_CONFIG = "kafkette_broker_config"
+PKB_INI_CONFIG = "kafka_broker_extra_config"  # pytest-kafka-broker's ini option
+PKB_PLUGIN = "kafka_broker"  # pytest-kafka-broker's plugin (entry point) name
 
 
-class ThreadedBroker:
-    """A Broker running on its own event loop in a daemon thread."""
+# Options ----------------------------------------------------------------------------------------
 
-    def __init__(self, config: Mapping[str, Any], clock: Any | None = None) -> None:
-        self.config = dict(config)
-        self.clock = clock
-        self.loop = _new_loop()
-        self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
-        self.broker: Broker | None = None
-        self._thread.start()
-        self.start()
+def _pkb_installed() -> bool:
+    return any(ep.name == PKB_PLUGIN for ep in importlib.metadata.entry_points(group="pytest11"))
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-    def run(self, coro_or_fn: Any, *args: Any, timeout: float = 30) -> Any:
-        """Run a coroutine, or a plain callable, on the broker's loop and return its result."""
-        if asyncio.iscoroutine(coro_or_fn):
-            return asyncio.run_coroutine_threadsafe(coro_or_fn, self.loop).result(timeout)
-        fut: Future = Future()
-
-        def call() -> None:
-            try:
-                fut.set_result(coro_or_fn(*args))
-            except BaseException as exc:  # noqa: BLE001 - handed back to the caller
-                fut.set_exception(exc)
-
-        self.loop.call_soon_threadsafe(call)
-        return fut.result(timeout)
-
-    def start(self) -> None:
-        async def boot() -> Broker:
-            broker = Broker(self.config, clock=self.clock)
-            await broker.start()
-            await broker.wait_ready()
-            return broker
-
-        self.broker = self.run(boot())
-
-    def stop(self) -> None:
-        if self.broker is not None:
-            self.run(self.broker.stop())
-            self.broker = None
-
-    def restart(self, **overrides: Any) -> None:
-        """Stop and start again on the same port and log.dirs (a clean restart)."""
-        host, port = self.address
-        self.stop()
-        self.config["listeners"] = f"PLAINTEXT://{host}:{port}"
-        self.config.update({k: str(v) for k, v in overrides.items()})
-        self.start()
-
-    def close(self) -> None:
-        self.stop()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
-
-    @property
-    def address(self) -> tuple[str, int]:
-        assert self.broker is not None
-        return self.broker.bound
-
-    @property
-    def bootstrap(self) -> str:
-        assert self.broker is not None
-        return self.broker.bootstrap
-
-    def __enter__(self) -> ThreadedBroker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        data += chunk
-    return data
-
-
-class BrokerProcess:
-    """``kafkette serve`` in a child process (for SIGKILL and restart tests)."""
-
-    _BOUND = re.compile(r"kafkette listening on ([\w.:-]+):(\d+)")
-
-    def __init__(self, config: Mapping[str, Any], *, preexec_fn: Callable[[], None] | None = None,
-                 stderr: Any = None) -> None:
-        """``preexec_fn`` runs in the child before exec (e.g. an address-space limit);
-        ``stderr`` receives the broker's log (default: this process's stderr)."""
-        self.config = {k: str(v) for k, v in config.items()}
-        self._preexec_fn = preexec_fn
-        self._stderr = stderr
-        self.proc: subprocess.Popen | None = None
-        self.host = "127.0.0.1"
-        self.port = 0
-        self.start()
-
-    def start(self, timeout: float = 20) -> None:
-        args = [sys.executable, "-m", "kafkette.broker", "serve"]
-        for key, value in self.config.items():
-            args += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                     preexec_fn=self._preexec_fn)  # noqa: PLW1509
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        match = self._BOUND.search(line)
-        if not match:
-            self.proc.kill()
-            raise RuntimeError(f"kafkette did not start: {line!r}")
-        self.host, self.port = match.group(1), int(match.group(2))
-        # Keep the same port on restart.
-        self.config["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
-        self.wait_ready(timeout)
-
-    def wait_ready(self, timeout: float) -> None:
-        """Wait until ListGroups answers NONE: ``__consumer_offsets`` exists and is loaded."""
-        from kafkette.protocol.build import make
-        from kafkette.protocol.codec import decode_response, encode_request, request_type
-
-        request = encode_request(16, 3, 1, "kafkette-ready", make(request_type(16, 3)))
-        deadline = time.monotonic() + timeout
-        while True:
-            with socket.create_connection((self.host, self.port), timeout=timeout) as sock:
-                sock.sendall(request)
-                size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-                _, response = decode_response(16, 3, _recv_exact(sock, size))
-            if response.error_code == 0:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"kafkette not ready: ListGroups error {response.error_code}")
-            time.sleep(0.02)
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-
-    def terminate(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(20)
-
-    def restart(self) -> None:
-        self.terminate()
-        self.start()
-
-    def __enter__(self) -> BrokerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.kill()
-
-
-def test_config(log_dir: str, **overrides: Any) -> dict[str, str]:
-    config = dict(TEST_DEFAULTS)
-    config["log.dirs"] = log_dir
-    config.update({k.replace("_", ".") if "." not in k else k: str(v)
-                   for k, v in overrides.items()})
-    return config
-
-
-# pytest plugin -------------------------------------------------------------------------------
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--kafkette-admin", action="store_true",
-                     help="give every kafkette fixture broker its admin server (web console, "
-                          "/metrics) on a free port and print its URL")
+    group = parser.getgroup("kafkette", "kafkette test broker")
+    group.addoption("--kafkette-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="broker config for kafkette's fixtures (repeatable); wins over the ini")
+    parser.addini(INI_CONFIG, type="linelist", default=[],
+                  help="broker config for kafkette's fixtures, one key=value a line")
+    if not _pkb_installed():
+        # Let a suite written for pytest-kafka-broker run unchanged (its ini and flag).
+        parser.addini(PKB_INI_CONFIG, type="linelist", default=[],
+                      help="pytest-kafka-broker's extra broker config (also read by kafkette)")
+        group.addoption("--kafka", action="store_true",
+                        help="accepted for pytest-kafka-broker suites; kafkette always runs")
+    group.addoption("--kafkette-admin", action="store_true",
+                    help="give every kafkette fixture broker its admin server (web console, "
+                         "/metrics) on a free port and print its URL")
 
+
+def configured_overrides(config: pytest.Config) -> dict[str, str]:
+    """Broker config from the ini options, then the command line; checked like ``kafkette serve``."""
+    lines: list[str] = []
+    if not config.pluginmanager.has_plugin(PKB_PLUGIN):
+        lines += config.getini(PKB_INI_CONFIG) or []
+    lines += config.getini(INI_CONFIG) or []
+    lines += config.getoption("kafkette_config") or []
+    out: dict[str, str] = {}
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if "=" not in line:
+            raise pytest.UsageError(f"kafkette: broker config expects key=value, got {line!r}")
+        key, value = line.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    overrides = configured_overrides(config)
+    try:
+        BrokerConfig({**TEST_DEFAULTS, **overrides}).validate()
+    except ConfigError as exc:
+        raise pytest.UsageError(f"kafkette: {exc}") from None
+    config.stash[_OVERRIDES] = overrides
+    if not config.pluginmanager.has_plugin(PKB_PLUGIN):
+        from . import pytest_kafka_broker
+
+        config.pluginmanager.register(pytest_kafka_broker, "kafkette-kafka-broker")
+
+
+_OVERRIDES = pytest.StashKey[dict[str, str]]()
+
+
+# Fixtures ---------------------------------------------------------------------------------------
 
 def _announce_admin(config: pytest.Config, broker: ThreadedBroker) -> None:
+    """With ``--kafkette-admin``: print the broker's console URL past pytest's capture."""
     admin = broker.broker.admin if broker.broker is not None else None
     if admin is None:
         return
@@ -233,36 +108,56 @@ def _announce_admin(config: pytest.Config, broker: ThreadedBroker) -> None:
         print(f"\nkafkette console for {broker.bootstrap}: {admin.url}", flush=True)
 
 
-@pytest.fixture
-def kafka_broker_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., ThreadedBroker]]:
-    """Start brokers with extra config: ``kafka_broker_factory(**{"num.partitions": 3})``.
-    With ``--kafkette-admin`` each one also serves its console and prints the URL."""
-    started: list[ThreadedBroker] = []
-    dirs: list[tempfile.TemporaryDirectory] = []
+class _Brokers:
+    """Brokers started by one fixture, each on its own temporary log.dirs."""
 
-    def factory(config: Mapping[str, Any] | None = None, *, clock: Any | None = None,
-                **overrides: Any) -> ThreadedBroker:
+    def __init__(self, pytestconfig: pytest.Config) -> None:
+        self.pytestconfig = pytestconfig
+        self.overrides = dict(pytestconfig.stash.get(_OVERRIDES, {}))
+        self.with_admin = bool(pytestconfig.getoption("kafkette_admin"))
+        self.started: list[ThreadedBroker] = []
+        self.dirs: list[tempfile.TemporaryDirectory] = []
+
+    def start(self, config: Mapping[str, Any] | None = None, *, clock: Any | None = None,
+              **overrides: Any) -> ThreadedBroker:
         tmp = tempfile.TemporaryDirectory(prefix="kafkette-")
-        dirs.append(tmp)
-        merged = test_config(tmp.name, **overrides)
+        self.dirs.append(tmp)
+        merged = test_config(tmp.name)
+        merged.update(self.overrides)
+        merged.update(dotted_keys(overrides))
         merged.update({k: str(v) for k, v in (config or {}).items()})
-        with_admin = pytestconfig.getoption("kafkette_admin")
-        if with_admin:
+        if self.with_admin:
             merged.setdefault("admin.listener", "127.0.0.1:0")
         broker = ThreadedBroker(merged, clock=clock)
-        started.append(broker)
-        if with_admin:
-            _announce_admin(pytestconfig, broker)
+        self.started.append(broker)
+        if self.with_admin:
+            _announce_admin(self.pytestconfig, broker)
         return broker
 
-    yield factory
-    for broker in started:
-        broker.close()
-    for tmp in dirs:
-        tmp.cleanup()
+    def close(self) -> None:
+        for broker in self.started:
+            broker.close()
+        for tmp in self.dirs:
+            tmp.cleanup()
 
 
 @pytest.fixture
-def kafka_broker(kafka_broker_factory: Callable[..., ThreadedBroker]) -> str:
-    """Bootstrap address ("127.0.0.1:PORT") of a fresh in-process kafkette."""
-    return kafka_broker_factory().bootstrap
+def kafka_broker_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., ThreadedBroker]]:
+    """Start brokers with extra config: ``kafka_broker_factory(**{"num.partitions": 3})``."""
+    brokers = _Brokers(pytestconfig)
+    yield brokers.start
+    brokers.close()
+
+
+@pytest.fixture
+def kafkette_broker(kafka_broker_factory: Callable[..., ThreadedBroker]) -> KafkaBroker:
+    """A fresh in-process kafkette for one test (see the module docstring for the handle)."""
+    return KafkaBroker(kafka_broker_factory())
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_session(pytestconfig: pytest.Config) -> Iterator[KafkaBroker]:
+    """One kafkette shared by every test of the session."""
+    brokers = _Brokers(pytestconfig)
+    yield KafkaBroker(brokers.start())
+    brokers.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -24,52 +25,96 @@ def lag_series(lag_over_time: DataFrame) -> pd.DataFrame:
             .orderBy("group", "time").toPandas())
 
 
+def commit_rate(commits: int, first: pd.Timestamp, last: pd.Timestamp) -> str:
+    """Offset commits per second between a group's first and last commit. Under one second there
+    is no rate to speak of (8 commits in 1 ms are not 8000/s): '-'."""
+    seconds = (last - first).total_seconds()
+    return f"{commits / seconds:.2f}" if seconds >= 1 else "-"
+
+
+def time_format(span_seconds: float) -> str:
+    """One strftime format for every tick of an axis spanning ``span_seconds``."""
+    if span_seconds < 10:
+        return "%H:%M:%S.%f"  # cut to milliseconds by the formatter
+    if span_seconds <= 600:
+        return "%H:%M:%S"
+    if span_seconds <= 2 * 86400:
+        return "%H:%M"
+    return "%Y-%m-%d %H:%M"
+
+
+def merge_marks(marks: list[tuple[float, str, str]], min_gap: float) -> list[tuple[float, str, str]]:
+    """Generation marks closer than ``min_gap`` (simultaneous rebalances) share one label, one line
+    each, instead of printing over each other; the label sits at the first mark's time."""
+    merged: list[tuple[float, list[str], set[str]]] = []
+    for x, label, color in sorted(marks, key=lambda m: m[0]):
+        if merged and x - merged[-1][0] < min_gap:
+            merged[-1][1].append(label)
+            merged[-1][2].add(color)
+        else:
+            merged.append((x, [label], {color}))
+    return [(x, "\n".join(labels), colors.pop() if len(colors) == 1 else "black")
+            for x, labels, colors in merged]
+
+
 def write_chart(series: pd.DataFrame, rebalances: pd.DataFrame, path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = chart(series, rebalances)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def chart(series: pd.DataFrame, rebalances: pd.DataFrame) -> Any:
+    """The lag chart as a matplotlib figure (the caller saves and closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(10, 5), dpi=110)
     groups = list(series.groupby("group")["lag"].max().sort_values(ascending=False).index)
+    shown = groups[:_MAX_GROUPS]
     marks = []
-    for i, group in enumerate(groups[:_MAX_GROUPS]):
+    for i, group in enumerate(shown):
         g = series[series["group"] == group]
         color = f"C{i % 10}"
         ax.plot(g["time"], g["lag"], color=color, label=group)
+        prefix = f"{group} " if len(shown) > 1 else ""
         for _, r in rebalances[rebalances["group"] == group].iterrows():
             if r["state"] == "Stable":
-                label = f"gen {r['generation']}: {r['member_count']} member(s)"
+                label = f"{prefix}gen {r['generation']}: {r['member_count']} member(s)"
             elif r["state"] == "Empty" and r["generation"]:
-                label = f"gen {r['generation']}: empty"
+                label = f"{prefix}gen {r['generation']}: empty"
             else:
                 continue  # the record of a newly created group
             ax.axvline(r["stable_time"], color=color, linestyle=":", alpha=0.7)
-            marks.append((r["stable_time"], label, color))
-    # Label the dotted lines, skipping labels that would print over the previous one.
+            marks.append((mdates.date2num(r["stable_time"]), label, color))
     lo, hi = ax.get_xlim()
-    last = None
-    for when, label, color in sorted(marks, key=lambda m: m[0]):
-        x = mdates.date2num(when)
-        if last is not None and x - last < (hi - lo) * 0.02:
-            continue
-        last = x
-        ax.annotate(label, (when, 0), xycoords=("data", "axes fraction"), color=color,
+    for x, label, color in merge_marks(marks, (hi - lo) * 0.02):
+        ax.annotate(label, (x, 0), xycoords=("data", "axes fraction"), color=color,
                     rotation=90, fontsize=7, xytext=(2, 4), textcoords="offset points")
     ax.set_title("Consumer lag per group (sum over partitions); dotted: group generations")
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-    ax.set_xlabel("time (UTC)")
+    span = (hi - lo) * 86400
+    fmt = time_format(span)
+
+    def tick(value: float, _pos: int) -> str:
+        text = mdates.num2date(value).strftime(fmt)
+        return text[:-3] if fmt.endswith("%f") else text
+
+    ax.xaxis.set_major_locator(mdates.AutoDateLocator(minticks=3, maxticks=8))
+    ax.xaxis.set_major_formatter(FuncFormatter(tick))
+    day = mdates.num2date(lo).strftime("%Y-%m-%d")
+    ax.set_xlabel(f"time (UTC, {day})" if "%Y" not in fmt else "time (UTC)")
     ax.set_ylabel("lag (records)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     if groups:
         ax.legend(title="group", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    return fig
 
 
 def _table(header: Iterable[str], rows: Iterable[Iterable[object]]) -> list[str]:
@@ -97,8 +142,7 @@ def write_summary(tables: Tables, rebalances: pd.DataFrame, series: pd.DataFrame
     lines = [f"# Consumer groups in {log_dirs}", ""]
     rows = []
     for _, g in per_group.iterrows():
-        seconds = (g["last"] - g["first"]).total_seconds()
-        rate = f"{g['commits'] / seconds:.2f}" if seconds > 0 else "-"
+        rate = commit_rate(g["commits"], g["first"], g["last"])
         cur = current[current["group"] == g["group"]]["lag"]
         rebal = rebalances[(rebalances["group"] == g["group"]) & (rebalances["state"] == "Stable")
                            & (rebalances["generation"] != rebalances["previous_generation"])]
@@ -130,7 +174,9 @@ def write_summary(tables: Tables, rebalances: pd.DataFrame, series: pd.DataFrame
                      "left", "not Stable (ms)"], hist)
     lines += ["", "Lag = log end offset at a time T (1 + the last offset with a timestamp <= T)"
               " - the offset committed by T; 'max lag' is the sum over a group's partitions,"
-              " sampled on the lag_over_time grid. 'at least': Kafka does not persist when a"
+              " sampled on the lag_over_time grid. 'commits/s': offset commits between a group's"
+              " first and last commit per second, '-' when they span less than a second."
+              " 'at least': Kafka does not persist when a"
               " rebalance started, only when its join phase ended.", ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))

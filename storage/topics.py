@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import shutil
 import time
 import uuid
@@ -19,6 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks
+    fcntl = None  # type: ignore[assignment]
 
 from . import cleaner
 from .log import KafkaStorageError, PartitionLog
@@ -57,6 +63,38 @@ class UnknownTopicError(KeyError):
     pass
 
 
+class LogDirError(Exception):
+    """``log.dirs`` cannot be used: locked by another broker, not a directory, unreadable."""
+
+
+LOCK_FILE = ".lock"
+
+
+def _lock_dir(directory: Path) -> int:
+    """Kafka's per-log-dir ``.lock``: an exclusive flock held while the broker runs."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise LogDirError(f"log.dirs {directory} is not a directory") from None
+    except OSError as exc:
+        raise LogDirError(f"log.dirs {directory} cannot be created: {exc.strerror}") from None
+    if not directory.is_dir():
+        raise LogDirError(f"log.dirs {directory} is not a directory")
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise LogDirError(f"log.dirs {directory}: cannot open {LOCK_FILE}: {exc.strerror}") from None
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise LogDirError(
+                f"Failed to acquire lock on file {LOCK_FILE} in {directory}. A Kafka instance "
+                "in another process or thread is using this directory.") from None
+    return fd
+
+
 def kafka_uuid(value: uuid.UUID) -> str:
     """Kafka's Uuid.toString(): URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
@@ -77,13 +115,28 @@ class LogManager:
         self._next_producer_id = 0
         self._producer_id_block_end = 0
         self._started = False
+        self._lock_fd: int | None = None
         raw_dirs = config.get("log.dirs", "/tmp/kafkette-logs")
         self.directory = Path(raw_dirs.split(",")[0].strip())
 
     # Lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Lock ``log.dirs`` and load it; raises LogDirError naming the path on failure."""
+        self._lock_fd = await asyncio.to_thread(_lock_dir, self.directory)
         self._writer.start()
-        await asyncio.to_thread(self._load)
+        try:
+            await asyncio.to_thread(self._load)
+        except BaseException as exc:
+            await self._writer.stop()
+            self._unlock()
+            if isinstance(exc, json.JSONDecodeError):
+                raise LogDirError(f"{self.directory / CATALOG} is corrupt: {exc}") from exc
+            if isinstance(exc, (KeyError, ValueError, TypeError)):
+                raise LogDirError(f"log.dirs {self.directory}: cannot load {CATALOG} or the "
+                                  f"partition logs: {type(exc).__name__}: {exc}") from exc
+            if isinstance(exc, OSError):
+                raise LogDirError(f"log.dirs {self.directory}: {exc}") from exc
+            raise
         self._started = True
         loop_tasks = [self._periodic(self.run_retention, "log.retention.check.interval.ms", 300000),
                       self._periodic(self.run_compaction, "log.cleaner.backoff.ms", 15000),
@@ -113,6 +166,12 @@ class LogManager:
         self._logs.clear()
         await self._writer.stop()
         self._started = False
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
 
     def _load(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -21,10 +21,19 @@ def handle_find_coordinator(ctx: RequestContext, req):
         entry_cls = item_type(ctx.response_type, "coordinators")
         entries = []
         for key in req.coordinator_keys:
-            error, node, host, port = coord.find_coordinator(key, key_type)
+            error, node, host, port = _on_this_listener(ctx, coord.find_coordinator(key, key_type))
             entries.append(make(entry_cls, key=key, node_id=node, host=host, port=port,
                                 error_code=ErrorCode(error), error_message=None))
         return ctx.respond(throttle_time=ZERO, coordinators=tuple(entries))
-    error, node, host, port = coord.find_coordinator(req.key, key_type)
+    error, node, host, port = _on_this_listener(ctx, coord.find_coordinator(req.key, key_type))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error), error_message=None,
                        node_id=node, host=host, port=port)
+
+
+def _on_this_listener(ctx: RequestContext, found: tuple[int, int, str, int]
+                      ) -> tuple[int, int, str, int]:
+    """The coordinator's address as advertised on the listener the request came in on."""
+    error, node, host, port = found
+    if error == 0 and node == ctx.cluster.node_id:
+        host, port = ctx.cluster.advertised
+    return error, node, host, port

@@ -23,3 +23,114 @@ def test_readme_shows_this_example_verbatim():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     source = inspect.getsource(test_consumer_reads_what_was_produced)
     assert source in readme
+
+
+# Every command README shows -------------------------------------------------------------------
+
+import os  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).parents[2]
+
+# Commands run by other tests (too slow or too big to run twice), with the test that runs them.
+RUN_ELSEWHERE = {
+    "pip install -e '.[test,pipeline]'": "tests/spine/test_collection.py",
+    "pytest": "tests/spine/test_collection.py",
+    "docker compose up": "tests/compat/test_compose.py",
+    "python -m kafkette.pipeline.demo /tmp/kafkette-demo": "tests/pipeline/test_cli_env.py",
+    "kafkette pipeline lag --log-dirs /tmp/kafkette-demo --out /tmp/kafkette-lag":
+        "tests/pipeline/test_cli_env.py",
+    "python -m bench all --peer tansu --peer noida": "bench/ (run by hand: it installs peer brokers)",
+}
+
+
+def readme_commands() -> list[str]:
+    """Shell commands of README's ```sh blocks and ``$ `` lines, and its indented commands."""
+    commands: list[str] = []
+    in_block, lang = False, ""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("```"):
+            in_block, lang = not in_block, line[3:].strip()
+            continue
+        if in_block and lang == "sh":
+            command = re.split(r"\s+#\s", line.strip())[0].strip()
+        elif in_block and lang == "" and line.startswith("$ "):
+            command = line[2:].strip()
+        elif not in_block and line.startswith(("    python -m ", "    kafkette ")):
+            command = line.strip()
+        else:
+            continue
+        if command:
+            commands.append(command)
+    return commands
+
+
+def test_readme_lists_the_commands_this_file_runs():
+    commands = readme_commands()
+    assert "kafkette groups --bootstrap-server 127.0.0.1:9092 --describe --group billing" in commands
+    assert "kafkette groups --bootstrap-server localhost:19092 --list" in commands
+    for command in commands:
+        words = shlex.split(command)
+        if command in RUN_ELSEWHERE:
+            where = RUN_ELSEWHERE[command].split(" ")[0]
+            assert (ROOT / where).exists(), where
+        else:
+            assert words[:2] in (["kafkette", "serve"], ["kafkette", "groups"]), command
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _kafkette() -> str:
+    return str(Path(sys.executable).parent / "kafkette")
+
+
+def test_every_readme_serve_command_starts_and_stops_cleanly(tmp_path):
+    (tmp_path / "server.properties").write_text("node.id=1\n")
+    serves = [c for c in readme_commands() if c.startswith("kafkette serve")]
+    assert len(serves) >= 4
+    for command in serves:
+        args = shlex.split(command)[1:]
+        if not any(a.startswith("listeners=") for a in args):
+            args += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{_free_port()}"]
+        if not any(a.startswith("log.dirs=") for a in args):
+            args += ["--override", f"log.dirs={tmp_path / 'logs'}"]
+        proc = subprocess.Popen([_kafkette(), *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        line = proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, (command, proc.stderr.read())
+        assert line.startswith("kafkette listening on 127.0.0.1:"), command
+        assert proc.stderr.read().rstrip().endswith("shutdown complete"), command
+
+
+def test_every_readme_groups_command_runs(kafka_broker_factory):
+    from kafkette.broker.admin_cli import AdminClient
+    from tests.compat.kafka_python import produce
+
+    broker = kafka_broker_factory()
+    broker.run(broker.broker.logs.create_topic("orders", 2))
+    produce(broker.bootstrap, "orders", 24, partitions=2)
+    with AdminClient(broker.bootstrap) as admin:  # the group "billing", with offsets, no members
+        admin.commit("billing", {("orders", 0): 10, ("orders", 1): 5})
+    groups = [c for c in readme_commands() if c.startswith("kafkette groups")]
+    assert len(groups) >= 10
+    for command in groups:
+        command = command.replace("127.0.0.1:9092", broker.bootstrap)
+        command = command.replace("localhost:19092", broker.bootstrap)
+        result = subprocess.run([_kafkette(), *shlex.split(command)[1:]], capture_output=True,
+                                text=True, timeout=60, env={**os.environ})
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+    with AdminClient(broker.bootstrap) as admin:  # README's last command deleted the group
+        assert "billing" not in [g for g, _t, _s in admin.list_groups()]

@@ -19,10 +19,11 @@ import asyncio
 import os
 import time
 
-import pandas as pd
 import pytest
 
-pytest.importorskip("pyspark")
+# Skipped, not failed, without the pipeline extra (pip install -e '.[test]' only).
+pd = pytest.importorskip("pandas", reason="needs the pipeline extra: pip install -e '.[test,pipeline]'")
+pytest.importorskip("pyspark", reason="needs the pipeline extra: pip install -e '.[test,pipeline]'")
 aiokafka = pytest.importorskip("aiokafka")
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402

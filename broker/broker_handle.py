@@ -1,0 +1,93 @@
+"""The handle kafkette's pytest fixtures give a test: the bootstrap string itself, with
+pytest-kafka-broker's methods and aiokafka client factories."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .runners import ThreadedBroker
+
+
+class KafkaBroker(str):
+    """A running test broker: the bootstrap string itself, with pytest-kafka-broker's methods."""
+
+    runner: ThreadedBroker
+
+    def __new__(cls, runner: ThreadedBroker) -> KafkaBroker:
+        handle = super().__new__(cls, runner.bootstrap)
+        handle.runner = runner
+        return handle
+
+    # pytest-kafka-broker's KafkaBrokerContext ---------------------------------------------------
+    @property
+    def bootstrap_server(self) -> str:
+        return str(self)
+
+    def config(self, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """librdkafka client config for this broker, on top of ``config``."""
+        return {**(config or {}), "bootstrap.servers": str(self), "security.protocol": "PLAINTEXT"}
+
+    def admin(self, config: Mapping[str, Any] | None = None) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(self.config(config))
+
+    def producer(self, config: Mapping[str, Any] | None = None) -> Any:
+        from confluent_kafka import Producer
+
+        return Producer(self.config(config))
+
+    def consumer(self, config: Mapping[str, Any] | None = None) -> Any:
+        from confluent_kafka import Consumer
+
+        return Consumer(self.config(config))
+
+    def aio_producer(self, config: Mapping[str, Any] | None = None) -> Any:
+        from confluent_kafka.aio import AIOProducer
+
+        return AIOProducer(self.config(config))
+
+    def aio_consumer(self, config: Mapping[str, Any] | None = None) -> Any:
+        from confluent_kafka.aio import AIOConsumer
+
+        return AIOConsumer(self.config(config))
+
+    # aiokafka (not started: ``await client.start()``) ------------------------------------------
+    def aiokafka_producer(self, **kwargs: Any) -> Any:
+        from aiokafka import AIOKafkaProducer
+
+        return AIOKafkaProducer(bootstrap_servers=str(self), **kwargs)
+
+    def aiokafka_consumer(self, *topics: str, **kwargs: Any) -> Any:
+        from aiokafka import AIOKafkaConsumer
+
+        return AIOKafkaConsumer(*topics, bootstrap_servers=str(self), **kwargs)
+
+    def aiokafka_admin(self, **kwargs: Any) -> Any:
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        return AIOKafkaAdminClient(bootstrap_servers=str(self), **kwargs)
+
+    # The broker --------------------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return str(self)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.runner.address
+
+    @property
+    def log_dirs(self) -> str:
+        return self.runner.config["log.dirs"]
+
+    def stop(self) -> None:
+        self.runner.stop()
+
+    def start(self) -> None:
+        """Start again after ``stop()``: same address, same log.dirs."""
+        self.runner.start()
+
+    def restart(self, **overrides: Any) -> None:
+        self.runner.restart(**overrides)
