@@ -46,6 +46,9 @@ RUN_ELSEWHERE = {
     "kafkette pipeline lag --log-dirs /tmp/kafkette-demo --out /tmp/kafkette-lag":
         "tests/pipeline/test_cli_env.py",
     "python -m bench all --peer tansu --peer noida": "bench/ (run by hand: it installs peer brokers)",
+    # The admin server's HTTP endpoints, fetched over HTTP by the admin tests.
+    "curl -s localhost:9644/metrics | grep kafka_consumergroup_lag": "tests/admin/test_metrics.py",
+    "curl -s localhost:9644/v1/groups/billing | python -m json.tool": "tests/admin/test_server.py",
 }
 
 
