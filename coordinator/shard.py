@@ -9,17 +9,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from kafkette.protocol.group_records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    RecordDecodeError,
-    decode_key,
-    decode_value,
-)
+from kafkette.protocol.consumer_group_records import RECORD_TYPES, decode_key, decode_value
+from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, RecordDecodeError
 
 from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
+from .consumer.describe import DescribedGroup as DescribedConsumerGroup
+from .consumer.heartbeat import HeartbeatRequest
+from .consumer_manager import ConsumerGroupManager, commit_target
 from .group import GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord
@@ -48,6 +46,7 @@ class GroupCoordinatorShard:
         self.config = config
         self.group_manager = GroupMetadataManager(context, config)
         self.offset_manager = OffsetMetadataManager(partition, config.offset_metadata_max_bytes)
+        self.consumer = ConsumerGroupManager(context, config, self.group_manager)
         # Heartbeat(group id, member id, instance id, generation) -> Result: bound directly,
         # it is the hottest group request.
         self.heartbeat = self.group_manager.heartbeat
@@ -61,8 +60,13 @@ class GroupCoordinatorShard:
         return ("offsets-expiration", self.partition)
 
     # Lifecycle -------------------------------------------------------------------------------
+    @property
+    def consumer_groups(self) -> dict:
+        return self.consumer.groups
+
     def on_loaded(self) -> None:
         self.group_manager.on_loaded()
+        self.consumer.on_loaded()
         self._schedule_retention_check()
 
     def on_unloaded(self, error: int) -> None:
@@ -104,6 +108,9 @@ class GroupCoordinatorShard:
                 if value is None:
                     self.offset_manager.forget_prefixes()
                 return
+            if type(key) in RECORD_TYPES:
+                self.consumer.replay(key, decode_value(key, value))  # type: ignore[arg-type]
+                return
         except RecordDecodeError as exc:
             log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition, exc)
             return
@@ -114,12 +121,31 @@ class GroupCoordinatorShard:
         if value is None:
             self.offset_manager.replay_tombstone(key)
             return
-        self.group_manager.ensure_group(key.group)
+        if key.group not in self.consumer.groups:
+            self.group_manager.ensure_group(key.group)
         self.offset_manager.replay_commit(key, key_bytes, value)
 
     # Classic group membership (writes) -------------------------------------------------------
     def join_group(self, request: JoinRequest) -> Result:
-        return self.group_manager.join_group(request)
+        group = self.consumer_groups.get(request.group_id)
+        if group is None:
+            return self.group_manager.join_group(request)
+        if not group.is_empty():
+            # Kafka 4.0 without mixed groups (migration policy downgrade/disabled)
+            return Result((), JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+        tombstones = self.consumer.downgrade_empty(request.group_id)
+        result = self.group_manager.join_group(request)
+        return Result(tombstones + list(result.records), result.response, replay=False,
+                      on_durable=result.on_durable)
+
+    # Consumer groups (KIP-848) ---------------------------------------------------------------
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> Result:
+        return self.consumer.heartbeat(request)
+
+    def consumer_group_describe(self, group_ids: list[str]
+                                ) -> list[tuple[str, int, str | None,
+                                                DescribedConsumerGroup | None]]:
+        return [(gid, *self.consumer.describe(gid)) for gid in group_ids]
 
     def sync_group(self, request: SyncRequest) -> Result:
         return self.group_manager.sync_group(request)
@@ -132,6 +158,12 @@ class GroupCoordinatorShard:
                        instance_id: str | None, retention_ms: int,
                        partitions: list[CommitPartition], version: int) -> Result:
         """Response: per-partition errors."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self.offset_manager.commit(
+                commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
+                generation, member_id, instance_id, retention_ms, partitions, version,
+                self.context.now_ms())
         group = self.groups.get(group_id)
         result = self.offset_manager.commit(group, group_id, generation, member_id, instance_id,
                                             retention_ms, partitions, version,
@@ -142,6 +174,10 @@ class GroupCoordinatorShard:
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:
         """Response: (group error, [(topic, [(partition, error)])])."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:  # allowed in any state
+            records, out = self.offset_manager.delete(consumer_group, topics)  # type: ignore[arg-type]
+            return Result(records, (E.NONE, out))
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             return Result((), (E.GROUP_ID_NOT_FOUND, []))
@@ -156,6 +192,15 @@ class GroupCoordinatorShard:
         results = []
         records: list[RawRecord] = []
         for gid in group_ids:
+            consumer_group = self.consumer_groups.get(gid)
+            if consumer_group is not None:
+                group_records: list[RawRecord] = []
+                code = self.consumer.delete(consumer_group, group_records)
+                if code == E.NONE:
+                    self.offset_manager.delete_all(gid, records)
+                    records.extend(group_records)
+                results.append((gid, code))
+                continue
             group = self.groups.get(gid)
             if group is None or group.is_in(S.DEAD):
                 results.append((gid, E.GROUP_ID_NOT_FOUND))
@@ -180,13 +225,20 @@ class GroupCoordinatorShard:
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
                       ) -> list[FetchedTopic]:
         """[(topic, [(partition, offset, leader_epoch, metadata, error)])]; all if topics is None."""
-        return self.offset_manager.fetch(group_id, topics, group_id in self.groups)
+        return self.offset_manager.fetch(
+            group_id, topics, group_id in self.groups or group_id in self.consumer_groups)
 
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
+        if group_id in self.consumer_groups:  # KIP-1099: not a classic group
+            if version >= 6:
+                return DescribedGroup(group_id, E.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
+                                      f"Group {group_id} is not a classic group.")
+            return DescribedGroup(group_id, E.NONE, "Dead", "", "", [])
         return self.group_manager.describe_group(group_id, version)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
-        return self.group_manager.list_groups(states, types)
+        return (self.group_manager.list_groups(states, types)
+                + self.consumer.list_groups(states, types))
 
     # Offsets retention -----------------------------------------------------------------------
     def _schedule_retention_check(self) -> None:

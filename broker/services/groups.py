@@ -28,6 +28,11 @@ class GroupService:
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
                                              self._advertised)
 
+    def on_topics_changed(self) -> None:
+        """A topic was created, deleted or grew (the topic service calls this)."""
+        if self.coordinator is not None:
+            self.coordinator.on_topics_changed()
+
     async def stop(self) -> None:
         coord, self.coordinator = self.coordinator, None
         if coord is not None:

@@ -30,11 +30,12 @@ from kafkette.coordinator.errors import (
     INVALID_REQUEST,
     UNKNOWN_MEMBER_ID,
     UNKNOWN_SERVER_ERROR,
+    UNRELEASED_INSTANCE_ID,
+    UNSUPPORTED_ASSIGNOR,
     CoordinatorError,
 )
 
 from . import records
-from .errors import UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR
 from .group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,

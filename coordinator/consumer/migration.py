@@ -17,6 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
+from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
+from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 from kio.schema.consumer_protocol_assignment.v0 import data as _a0
 from kio.schema.consumer_protocol_assignment.v1 import data as _a1
 from kio.schema.consumer_protocol_assignment.v2 import data as _a2
@@ -27,10 +30,6 @@ from kio.schema.consumer_protocol_subscription.v2 import data as _s2
 from kio.schema.consumer_protocol_subscription.v3 import data as _s3
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
-
-from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
-from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
-from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 
 from . import records
 from .group import ConsumerGroup

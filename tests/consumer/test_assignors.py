@@ -7,7 +7,6 @@ import random
 import uuid
 
 import pytest
-
 from kafkette.coordinator.assignor import (
     RangeAssignor,
     UniformAssignor,

@@ -9,7 +9,6 @@ import struct
 import uuid
 
 import pytest
-
 from kafkette.protocol import consumer_group_records as cgr
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
