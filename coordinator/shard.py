@@ -131,8 +131,11 @@ class GroupCoordinatorShard:
         if group is None:
             return self.group_manager.join_group(request)
         if not group.is_empty():
-            # Kafka 4.0 without mixed groups (migration policy downgrade/disabled)
-            return Result((), JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+            # Kafka 4.0 without mixed groups (migration policy downgrade/disabled); the join's
+            # response is a future the classic state machine would complete
+            answer = self.context.new_future()
+            answer.set_result(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+            return Result((), answer)
         tombstones = self.consumer.downgrade_empty(request.group_id)
         result = self.group_manager.join_group(request)
         return Result(tombstones + list(result.records), result.response, replay=False,
