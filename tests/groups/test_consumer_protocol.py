@@ -95,6 +95,14 @@ def split(members: list[Member], partitions: int) -> bool:
             and all(m.assigned() for m in members))
 
 
+def group_epoch(bootstrap: str, group: str) -> int:
+    with WireClient(bootstrap) as client:
+        described = client.request(_DESCRIBE, 1, group_ids=(group,),
+                                   include_authorized_operations=False).groups[0]
+    assert described.error_code == ErrorCode.none, described
+    return described.group_epoch
+
+
 def test_api_versions_advertises_the_consumer_protocol(kafka_broker):
     with WireClient(kafka_broker) as client:
         response = client.request(18, 3, client_software_name="kafkette-tests",
@@ -309,3 +317,32 @@ def test_librdkafka_fails_fast_when_disabled(classic_only):
     out = done.stdout + done.stderr
     assert "version" in out.split("ERRORS:", 1)[-1].lower(), out
     wait_until_sync(lambda: True)
+
+
+def test_static_member_restarts_and_gets_its_partitions_back_without_a_bump(broker):
+    bs = broker.bootstrap
+    create(bs, "static", 4)
+    admin = AdminClient({"bootstrap.servers": bs})
+    a = Member(bs, "gstatic", ["static"], **{"group.instance.id": "worker-a"})
+    b = Member(bs, "gstatic", ["static"], **{"group.instance.id": "worker-b"})
+    try:
+        poll_until([a, b], lambda: split([a, b], 4) and len(a.assigned()) == 2)
+        before = admin.describe_consumer_groups(["gstatic"])["gstatic"].result(10)
+        epoch_before = group_epoch(bs, "gstatic")
+        mine = a.assigned()
+        a.close()  # a static member leaves "for now" (epoch -2): nothing moves
+        time.sleep(0.5)
+        for _ in range(10):
+            b.poll()
+        assert len(b.assigned()) == 2
+        a = Member(bs, "gstatic", ["static"], **{"group.instance.id": "worker-a"})
+        poll_until([a, b], lambda: a.assigned() == mine)
+        after = admin.describe_consumer_groups(["gstatic"])["gstatic"].result(10)
+        ids = lambda g: {m.group_instance_id: m.member_id for m in g.members}  # noqa: E731
+        assert set(ids(after)) == {"worker-a", "worker-b"}
+        assert ids(after)["worker-a"] != ids(before)["worker-a"]  # a new incarnation
+        assert ids(after)["worker-b"] == ids(before)["worker-b"]
+        assert group_epoch(bs, "gstatic") == epoch_before  # no rebalance
+    finally:
+        a.close()
+        b.close()
