@@ -319,6 +319,20 @@ class GroupCoordinator:
             out.update((row[0], row) for row in rows)
         return [out[g] for g in group_ids]
 
+    async def fetch_offsets_as_member(self, group_id: str, member_id: str | None,
+                                      member_epoch: int, topics: list[tuple[str, list[int]]] | None
+                                      ) -> tuple[int, list[FetchedTopic]]:
+        """OffsetFetch v9 with a member id/epoch: a consumer group checks them first
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), then as ``fetch_offsets``."""
+        try:
+            code = await self._read(
+                group_id, lambda s: s.validate_offset_fetch(group_id, member_id, member_epoch))
+        except CoordinatorError as exc:
+            code = exc.code
+        if code != E.NONE:
+            return code, []
+        return await self.fetch_offsets(group_id, topics)
+
     def on_topics_changed(self) -> None:
         """A topic was created, deleted or grew: consumer groups recompute their subscription
         metadata and regexes on their next heartbeat."""

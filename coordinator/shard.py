@@ -18,6 +18,7 @@ from .config import CoordinatorConfig
 from .consumer.describe import DescribedGroup as DescribedConsumerGroup
 from .consumer.heartbeat import HeartbeatRequest
 from .consumer_manager import ConsumerGroupManager, commit_target
+from .errors import CoordinatorError
 from .group import GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord
@@ -231,6 +232,18 @@ class GroupCoordinatorShard:
         return self.offset_manager.fetch(
             group_id, topics, group_id in self.groups or group_id in self.consumer_groups)
 
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              member_epoch: int) -> int:
+        """OffsetFetch v9's member id/epoch against a consumer group (others: no check)."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return E.NONE
+        try:
+            group.validate_offset_fetch(member_id, member_epoch)
+        except CoordinatorError as exc:
+            return exc.code
+        return E.NONE
+
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
         if group_id in self.consumer_groups:  # KIP-1099: not a classic group
             if version >= 6:
@@ -256,6 +269,11 @@ class GroupCoordinatorShard:
             if self.offset_manager.expire(group, now, self.config.offsets_retention_ms, records) \
                     and group.is_in(S.EMPTY):
                 records.append(R.group_tombstone(gid))
+        for consumer_group in list(self.consumer_groups.values()):
+            if self.offset_manager.expire(consumer_group, now,  # type: ignore[arg-type]
+                                          self.config.offsets_retention_ms, records) \
+                    and consumer_group.is_empty():
+                self.consumer.delete(consumer_group, records)
         if records:
             log.info("offsets retention: writing %d tombstones for __consumer_offsets-%d",
                      len(records), self.partition)

@@ -16,6 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kafkette.coordinator.assignor.spec import Assignment, SubscriptionType
 from kafkette.coordinator.errors import (
@@ -173,6 +174,12 @@ class ConsumerGroup:
         return self.subscribed_topic_names()[name] > 0
 
     is_subscribed_to = is_subscribed_to_topic  # OffsetMetadataManager.delete's duck type
+
+    @staticmethod
+    def offset_expiration_base() -> Callable[[Any], int]:
+        """Offsets of a consumer group expire counting from their commit (Kafka's
+        ConsumerGroup.offsetExpirationCondition); subscribed topics' offsets never do."""
+        return lambda value: value.commit_timestamp
 
     def compute_subscription_metadata(self, lookup: TopicLookup,
                                       updated: ConsumerGroupMember | None = None,

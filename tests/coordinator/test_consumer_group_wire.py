@@ -330,3 +330,40 @@ def test_protocol_disabled_answers_unsupported_version(make_env):
     m = env.member()
     assert join(m, "g", "A").error_code == ErrorCode.unsupported_version
     assert describe(m, "g").error_code == ErrorCode.unsupported_version
+
+
+def test_offset_fetch_checks_the_member_epoch(env848):
+    env, g = env848, env848.group_id()
+    m = env.member()
+    join(m, g, "A")
+    assert m.commit(g, {("t", 3): 11}, generation=1, member_id="A") == {("t", 3): 0}
+    cls = request_type(9, 9)
+
+    def fetch(member_id: str | None, epoch: int) -> Any:
+        topic = make(item_type(item_type(cls, "groups"), "topics"), name="t",
+                     partition_indexes=(3,))
+        group = make(item_type(cls, "groups"), group_id=g, member_id=member_id,
+                     member_epoch=epoch, topics=(topic,))
+        return m.request(9, 9, groups=(group,), require_stable=False).groups[0]
+    assert fetch("A", 2).error_code == ErrorCode.stale_member_epoch
+    assert fetch("B", 1).error_code == ErrorCode.unknown_member_id
+    ok = fetch("A", 1)
+    assert ok.error_code == ErrorCode.none
+    assert ok.topics[0].partitions[0].committed_offset == 11
+    assert fetch(None, -1).topics[0].partitions[0].committed_offset == 11
+
+
+def test_offsets_of_an_empty_consumer_group_expire_and_the_group_goes(make_env):
+    env = make_env(**{"offsets.retention.minutes": 1,
+                      "offsets.retention.check.interval.ms": 1000})
+    env.create_topic("t", 2)
+    g = env.group_id()
+    m = env.member()
+    join(m, g, "A")
+    assert m.commit(g, {("t", 0): 4}, generation=1, member_id="A") == {("t", 0): 0}
+    env.advance(30_000 - 1)  # session timeout fences A long before; the group is then empty
+    assert describe(m, g).members == ()
+    assert m.fetch(g, [("t", 0)])[("t", 0)][0] == 4  # not yet expired
+    env.advance(32_000)
+    assert m.fetch(g, [("t", 0)])[("t", 0)][0] == -1
+    assert describe(m, g).error_code == ErrorCode.group_id_not_found
