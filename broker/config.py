@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from kafkette.coordinator.consumer.config import DEFAULTS as CONSUMER_GROUP_DEFAULTS
+
 DEFAULTS: dict[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "advertised.listeners": "",
@@ -58,18 +60,9 @@ DEFAULTS: dict[str, str] = {
     "group.coordinator.append.linger.ms": "10",
     "offsets.topic.compression.codec": "0",
     "offsets.load.buffer.size": "5242880",
-    # Consumer group protocol, KIP-848 (Kafka 4.0 names and defaults).
-    "group.coordinator.rebalance.protocols": "classic,consumer",
-    "group.consumer.heartbeat.interval.ms": "5000",
-    "group.consumer.min.heartbeat.interval.ms": "5000",
-    "group.consumer.max.heartbeat.interval.ms": "15000",
-    "group.consumer.session.timeout.ms": "45000",
-    "group.consumer.min.session.timeout.ms": "45000",
-    "group.consumer.max.session.timeout.ms": "60000",
-    "group.consumer.max.size": "2147483647",
-    "group.consumer.assignors": ("org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
-                                 "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
-    "group.consumer.migration.policy": "bidirectional",
+    # Consumer group protocol, KIP-848 (Kafka 4.0 names and defaults): group.consumer.*,
+    # group.coordinator.rebalance.protocols.
+    **CONSUMER_GROUP_DEFAULTS,
 }
 
 

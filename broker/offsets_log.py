@@ -49,17 +49,23 @@ def _decode_some(batches: Any) -> list[tuple[bytes, bytes | None]] | None:
     return out or None
 
 
-def coordinator_config(config: Any, logs: Any = None) -> Any:
-    from kafkette.coordinator.config import CoordinatorConfig
+def consumer_group_config(config: Any) -> Any:
+    """group.consumer.* and group.coordinator.rebalance.protocols, validated (ConfigError)."""
     from kafkette.coordinator.consumer.config import ConsumerGroupConfig
 
+    from .config import ConfigError
+
     try:
-        consumer = ConsumerGroupConfig.from_config(config.__getitem__)
+        return ConsumerGroupConfig.from_config(config.__getitem__)
     except ValueError as exc:
-        from .config import ConfigError
         raise ConfigError(str(exc)) from None
+
+
+def coordinator_config(config: Any, logs: Any = None) -> Any:
+    from kafkette.coordinator.config import CoordinatorConfig
+
     return CoordinatorConfig(
-        consumer=consumer, topics=topic_view(logs),
+        consumer=consumer_group_config(config), topics=topic_view(logs),
         initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
         min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
         max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),

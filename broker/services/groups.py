@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..offsets_log import start_coordinator
+from ..offsets_log import consumer_group_config, start_coordinator
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
@@ -22,6 +22,7 @@ class GroupService:
         self._clock = clock
         self._advertised = advertised
         self.coordinator: GroupCoordinator | None = None
+        consumer_group_config(config)  # a bad group.consumer.* value stops the broker at start
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""

@@ -367,3 +367,18 @@ def test_offsets_of_an_empty_consumer_group_expire_and_the_group_goes(make_env):
     env.advance(32_000)
     assert m.fetch(g, [("t", 0)])[("t", 0)][0] == -1
     assert describe(m, g).error_code == ErrorCode.group_id_not_found
+
+
+@pytest.mark.parametrize("overrides", [
+    {"group.consumer.session.timeout.ms": "10"},
+    {"group.consumer.heartbeat.interval.ms": "7000", "group.consumer.session.timeout.ms": "6000"},
+    {"group.consumer.migration.policy": "sideways"},
+    {"group.coordinator.rebalance.protocols": "consumer"},
+    {"group.consumer.assignors": "sticky"},
+])
+def test_bad_consumer_group_configs_stop_the_broker_at_start(tmp_path, overrides):
+    from kafkette.broker.config import ConfigError
+    from kafkette.broker.testing import ThreadedBroker, test_config
+
+    with pytest.raises(ConfigError):
+        ThreadedBroker(test_config(str(tmp_path), **overrides))
