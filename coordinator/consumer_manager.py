@@ -18,21 +18,36 @@ from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
 from .consumer import describe
+from .consumer.classic import (
+    ClassicJoin,
+    classic_heartbeat,
+    classic_join,
+    classic_leave,
+    classic_sync,
+)
 from .consumer.group import ConsumerGroup, replay_record
 from .consumer.heartbeat import (
     HeartbeatRequest,
     HeartbeatResult,
+    fence_member,
     heartbeat,
     rebalance_timeout_expired,
     refresh_regexes,
     session_timeout_expired,
 )
 from .consumer.member import MemberState
+from .consumer.migration import (
+    ClassicMemberView,
+    members_from_classic,
+    upgrade_records,
+    upgrade_refusal,
+)
 from .consumer.records import Record, encode_records
 from .errors import CoordinatorError
-from .group import GroupState
+from .group import ClassicGroup, GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord
+from .requests import JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
 from .runtime import ShardContext
 
@@ -52,6 +67,14 @@ def _rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def _regex_key(group_id: str) -> tuple[str, str]:
     return ("consumer-regex-refresh", group_id)
+
+
+def _sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-sync-timeout", group_id, member_id)
+
+
+def _join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-join-timeout", group_id, member_id)
 
 
 class CommitTarget:
@@ -77,6 +100,7 @@ class ConsumerGroupManager:
         self.groups: dict[str, ConsumerGroup] = {}
         self.settings = self.config.heartbeat_settings()
         self._regex_refreshed_at: dict[str, int] = {}
+        self._join_timers: set[tuple[str, str]] = set()  # classic members asked to rejoin
 
     @property
     def default_assignor(self) -> str:
@@ -97,15 +121,20 @@ class ConsumerGroupManager:
     def on_loaded(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                self._arm_session(group.group_id, member.member_id)
+                self._arm_session(group.group_id, member.member_id, self._session_ms(member))
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._arm_rebalance(group.group_id, member.member_id, member.member_epoch,
                                         member.rebalance_timeout_ms)
 
     # Timers ----------------------------------------------------------------------------------
-    def _arm_session(self, group_id: str, member_id: str) -> None:
+    def _session_ms(self, member: Any) -> int:
+        meta = member.classic_member_metadata
+        return self.config.session_timeout_ms if meta is None else meta.session_timeout_ms
+
+    def _arm_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         self.context.schedule(
-            _session_key(group_id, member_id), self.config.session_timeout_ms,
+            _session_key(group_id, member_id),
+            self.config.session_timeout_ms if timeout_ms is None else timeout_ms,
             lambda shard: shard.consumer.session_timeout_expired(group_id, member_id))
 
     def _arm_rebalance(self, group_id: str, member_id: str, member_epoch: int,
@@ -118,6 +147,19 @@ class ConsumerGroupManager:
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self.context.cancel(_session_key(group_id, member_id))
         self.context.cancel(_rebalance_key(group_id, member_id))
+        self.context.cancel(_sync_key(group_id, member_id))
+        self._cancel_join_timer(group_id, member_id)
+
+    def _cancel_join_timer(self, group_id: str, member_id: str) -> None:
+        self._join_timers.discard((group_id, member_id))
+        self.context.cancel(_join_key(group_id, member_id))
+
+    def member_timeout_expired(self, group_id: str, member_id: str, why: str) -> Result:
+        """A classic member did not sync / rejoin in time: it is fenced."""
+        self._join_timers.discard((group_id, member_id))
+        group = self.groups.get(group_id)
+        records = [] if group is None else fence_member(group, member_id, self.topics.lookup)
+        return self._fenced(group_id, member_id, records, why)
 
     def _fenced(self, group_id: str, member_id: str, records: list[Record],
                 why: str) -> Result:
@@ -164,22 +206,133 @@ class ConsumerGroupManager:
         group_id = request.group_id
         group = self.groups.get(group_id)
         prefix: list[RawRecord] = []
+        upgraded: ClassicGroup | None = None
         if group is None:
             classic = self.classic.groups.get(group_id)
             if classic is not None and request.member_epoch == 0:
-                if not classic.is_in(GroupState.EMPTY):
-                    raise CoordinatorError(E.GROUP_ID_NOT_FOUND, (
-                        f"Cannot upgrade classic group {group_id} to consumer group: online "
-                        "upgrade of a non-empty classic group is not supported by kafkette."))
                 prefix.append(R.group_tombstone(group_id))  # replayed: the classic group goes
+                if not classic.is_in(GroupState.EMPTY):
+                    group, upgrade = self._upgrade(classic)
+                    prefix += encode_records(upgrade)
+                    upgraded = classic
         result = heartbeat(group, request, self.settings, self.topics.lookup,
                            metadata_version=self.topics.metadata_version)
+        if upgraded is not None and group is not None:
+            log.info("classic group %s upgraded to a consumer group at epoch %d", group_id,
+                     upgraded.generation)
+            for member in list(upgraded.members.values()):
+                upgraded.complete_join(member, JoinResult(E.REBALANCE_IN_PROGRESS,
+                                                          member.member_id))
+                upgraded.complete_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
+            for member_id, member in group.members.items():
+                self._arm_session(group_id, member_id, self._session_ms(member))
         self._apply_timers(group_id, result)
         on_durable: Callable[[], None] | None = None
         if result.regex_refresh_needed:
             def on_durable() -> None:
                 self._schedule_regex_refresh(group_id)
         return Result(prefix + encode_records(result.records), result, on_durable=on_durable)
+
+    def _upgrade(self, classic: ClassicGroup) -> tuple[ConsumerGroup, list[Record]]:
+        """A non-empty classic group becomes a consumer group (online upgrade): the group as
+        its records will make it, and those records."""
+        group_id = classic.group_id
+        refusal = upgrade_refusal(policy_allows=self.config.upgrade_enabled,
+                                  protocol_type=classic.protocol_type,
+                                  size=len(classic.members), max_size=self.config.max_size)
+        if refusal is not None:
+            raise CoordinatorError(E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group "
+                                   f"{group_id} to consumer group because {refusal}.")
+        views = [ClassicMemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                   m.rebalance_timeout_ms, m.session_timeout_ms, m.protocols,
+                                   m.assignment) for m in classic.members.values()]
+        protocol = classic.protocol_name or next(iter(views)).protocols[0][0]
+
+        def topic_id_of(name: str) -> Any:
+            found = self.topics.lookup(name)
+            return None if found is None else found[0]
+        members = members_from_classic(group_id, classic.generation, protocol, views,
+                                       topic_id_of)
+        upgrade = upgrade_records(group_id, classic.generation, members)
+        group = ConsumerGroup(group_id)
+        group.replay_all(upgrade)
+        return group, upgrade
+
+    # Classic members of a consumer group (mixed groups) --------------------------------------
+    def classic_join(self, request: JoinRequest) -> Result:
+        """JoinGroup to a non-empty consumer group; the response future completes once the
+        records are durable."""
+        answer = self.context.new_future()
+        group_id = request.group_id
+        try:
+            joined = classic_join(self.groups[group_id], ClassicJoin(
+                group_id, request.member_id, request.group_instance_id,
+                request.session_timeout_ms, request.rebalance_timeout_ms, request.protocol_type,
+                tuple(request.protocols), request.client_id, request.client_host,
+                request.version), self.settings, self.topics.lookup,
+                metadata_version=self.topics.metadata_version)
+        except CoordinatorError as exc:
+            member_id = (exc.message or "") if exc.code == E.MEMBER_ID_REQUIRED \
+                else request.member_id
+            answer.set_result(JoinResult(exc.code, member_id))
+            return Result((), answer)
+        member_id = joined.member_id
+        if joined.replaced_member_id is not None:
+            self._cancel_timers(group_id, joined.replaced_member_id)
+
+        def on_durable() -> None:
+            self._cancel_join_timer(group_id, member_id)
+            self._arm_session(group_id, member_id, request.session_timeout_ms)
+            self.context.schedule(
+                _sync_key(group_id, member_id), request.rebalance_timeout_ms,
+                lambda shard: shard.consumer.member_timeout_expired(
+                    group_id, member_id, "no SyncGroup within the rebalance timeout"))
+            answer.set_result(JoinResult(E.NONE, member_id, joined.generation, "consumer",
+                                         joined.protocol_name))
+        return Result(encode_records(joined.records), answer, on_durable=on_durable)
+
+    def classic_sync(self, request: SyncRequest) -> Result:
+        answer = self.context.new_future()
+        group_id = request.group_id
+        try:
+            member, assignment = classic_sync(
+                self.groups[group_id], request.member_id, request.group_instance_id,
+                request.generation, request.protocol_type, request.protocol_name,
+                self.topics.name_of)
+        except CoordinatorError as exc:
+            answer.set_result(SyncResult(exc.code))
+            return Result((), answer)
+
+        def on_durable() -> None:
+            self.context.cancel(_sync_key(group_id, member.member_id))
+            self._arm_session(group_id, member.member_id, self._session_ms(member))
+            answer.set_result(SyncResult(E.NONE, assignment, request.protocol_type,
+                                         request.protocol_name))
+        return Result((), answer, on_durable=on_durable)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                          generation: int) -> Result:
+        try:
+            member, code = classic_heartbeat(self.groups[group_id], member_id, instance_id,
+                                             generation)
+        except CoordinatorError as exc:
+            return Result((), exc.code)
+        self._arm_session(group_id, member_id, self._session_ms(member))
+        if code == E.REBALANCE_IN_PROGRESS and (group_id, member_id) not in self._join_timers:
+            self._join_timers.add((group_id, member_id))
+            self.context.schedule(
+                _join_key(group_id, member_id), max(member.rebalance_timeout_ms, 0),
+                lambda shard: shard.consumer.member_timeout_expired(
+                    group_id, member_id, "did not rejoin within the rebalance timeout"))
+        return Result((), code)
+
+    def classic_leave(self, group_id: str, members: list[tuple[str, str | None]]) -> Result:
+        records, results, removed = classic_leave(self.groups[group_id], members,
+                                                  self.topics.lookup)
+        for member_id in removed:
+            log.info("consumer group %s: member %s leaves", group_id, member_id)
+            self._cancel_timers(group_id, member_id)
+        return Result(encode_records(records), (E.NONE, results))
 
     def _apply_timers(self, group_id: str, result: HeartbeatResult) -> None:
         member_id = result.member_id

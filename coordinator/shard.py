@@ -48,9 +48,6 @@ class GroupCoordinatorShard:
         self.group_manager = GroupMetadataManager(context, config)
         self.offset_manager = OffsetMetadataManager(partition, config.offset_metadata_max_bytes)
         self.consumer = ConsumerGroupManager(context, config, self.group_manager)
-        # Heartbeat(group id, member id, instance id, generation) -> Result: bound directly,
-        # it is the hottest group request.
-        self.heartbeat = self.group_manager.heartbeat
 
     @property
     def groups(self) -> dict:
@@ -131,12 +128,8 @@ class GroupCoordinatorShard:
         group = self.consumer_groups.get(request.group_id)
         if group is None:
             return self.group_manager.join_group(request)
-        if not group.is_empty():
-            # Kafka 4.0 without mixed groups (migration policy downgrade/disabled); the join's
-            # response is a future the classic state machine would complete
-            answer = self.context.new_future()
-            answer.set_result(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
-            return Result((), answer)
+        if not group.is_empty():  # a classic member in a consumer group (mixed group)
+            return self.consumer.classic_join(request)
         tombstones = self.consumer.downgrade_empty(request.group_id)
         result = self.group_manager.join_group(request)
         return Result(tombstones + list(result.records), result.response, replay=False,
@@ -152,9 +145,19 @@ class GroupCoordinatorShard:
         return [(gid, *self.consumer.describe(gid)) for gid in group_ids]
 
     def sync_group(self, request: SyncRequest) -> Result:
+        if request.group_id in self.consumer_groups:
+            return self.consumer.classic_sync(request)
         return self.group_manager.sync_group(request)
 
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                  generation: int) -> Result:
+        if group_id in self.consumer_groups:
+            return self.consumer.classic_heartbeat(group_id, member_id, instance_id, generation)
+        return self.group_manager.heartbeat(group_id, member_id, instance_id, generation)
+
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> Result:
+        if group_id in self.consumer_groups:
+            return self.consumer.classic_leave(group_id, members)
         return self.group_manager.leave_group(group_id, members)
 
     # Offsets (writes) ------------------------------------------------------------------------

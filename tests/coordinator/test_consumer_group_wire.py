@@ -230,8 +230,8 @@ def test_other_group_apis_on_a_consumer_group(env848):
     assert (d.error_code, d.group_state) == (ErrorCode.group_id_not_found, "Dead")
     deleted = m.request(DELETE, 2, groups_names=(g,))
     assert deleted.results[0].error_code == ErrorCode.non_empty_group
-    # a classic member cannot join a non-empty consumer group (no mixed groups yet)
-    joined = m.join(g)
+    # a classic member of another protocol type cannot join a consumer group
+    joined = m.join(g, protocol_type="connect")
     assert joined.error_code == ErrorCode.inconsistent_group_protocol
     hb(m, g, "A", -1)
     deleted = m.request(DELETE, 2, groups_names=(g,))
@@ -317,12 +317,15 @@ def test_an_empty_classic_group_becomes_a_consumer_group(env848):
     assert m.fetch(g, [("t", 2)])[("t", 2)][0] == 9
     busy = env.group_id()
     classic = env.member()
-    assert classic.join(busy).error_code == ErrorCode.member_id_required
-    classic.join_parked(busy)
+    assert classic.join(busy, protocol_type="connect").error_code == \
+        ErrorCode.member_id_required
+    classic.join_parked(busy, protocol_type="connect")
     env.advance(3000)  # group.initial.rebalance.delay.ms
     assert classic.join_result().error_code == ErrorCode.none  # a live classic member
-    r = join(m, busy, "A")
-    assert r.error_code == ErrorCode.group_id_not_found
+    r = join(m, busy, "A")  # not the consumer embedded protocol: no online upgrade
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.group_id_not_found, f"Cannot upgrade classic group {busy} to consumer group "
+        "because the group does not use the consumer embedded protocol.")
 
 
 def test_protocol_disabled_answers_unsupported_version(make_env):
@@ -382,3 +385,84 @@ def test_bad_consumer_group_configs_stop_the_broker_at_start(tmp_path, overrides
 
     with pytest.raises(ConfigError):
         ThreadedBroker(test_config(str(tmp_path), **overrides))
+
+
+# Mixed groups: classic members in a consumer group (rolling upgrade) ---------------------------
+
+def _classic_member_joins_alone(env: Env, g: str) -> Member:
+    from kafkette.protocol.consumer_protocol import encode_assignment
+
+    c = env.member("classic")
+    assert c.join(g).error_code == ErrorCode.member_id_required
+    c.join_parked(g)
+    env.advance(3000)  # group.initial.rebalance.delay.ms
+    assert c.join_result().error_code == ErrorCode.none
+    everything = encode_assignment([("t", [0, 1, 2, 3])], 0)
+    assert c.sync(g, assignments={c.member_id: everything}).error_code == ErrorCode.none
+    return c
+
+
+def test_online_upgrade_and_a_classic_member_in_a_consumer_group(env848):
+    from kafkette.protocol.consumer_protocol import assignment_partitions
+
+    env, g = env848, env848.group_id()
+    c = _classic_member_joins_alone(env, g)
+    generation = c.generation
+    m = env.member()
+    r = join(m, g, "A")  # the first consumer-protocol member upgrades the group online
+    assert (r.error_code, r.member_epoch) == (ErrorCode.none, generation + 1)
+    assert assigned(r) == {}  # the classic member still owns everything
+    d = describe(m, g)
+    assert d.group_epoch == generation + 1
+    assert {(x.member_id, x.member_type) for x in d.members} == {(c.member_id, 0), ("A", 1)}
+    # the classic member is told to rejoin, gives back half and syncs its new assignment
+    assert c.heartbeat(g) == ErrorCode.rebalance_in_progress
+    joined = c.join(g)
+    assert (joined.error_code, joined.generation_id, joined.protocol_type) == (
+        ErrorCode.none, generation + 1, "consumer")
+    synced = c.sync(g)
+    assert synced.error_code == ErrorCode.none
+    mine = {p for _t, p in assignment_partitions(synced.assignment)}
+    assert len(mine) == 2
+    assert c.heartbeat(g) == ErrorCode.none
+    r = hb(m, g, "A", r.member_epoch, owned={})
+    theirs = {p for ps in assigned(r).values() for p in ps}
+    assert mine | theirs == {0, 1, 2, 3} and not mine & theirs
+    # offsets: the classic member commits with its generation (= member epoch)
+    assert m.commit(g, {("t", 0): 1}, generation=c.generation + 5, member_id=c.member_id) == {
+        ("t", 0): ErrorCode.illegal_generation}
+    assert m.commit(g, {("t", 0): 1}, generation=c.generation, member_id=c.member_id) == {
+        ("t", 0): ErrorCode.none}
+    # LeaveGroup removes the classic member like a fence
+    left = c.leave(g)
+    assert left.error_code == ErrorCode.none and left.members[0].error_code == ErrorCode.none
+    d = describe(m, g)
+    assert [x.member_id for x in d.members] == ["A"]
+
+
+def test_a_classic_member_joins_a_live_consumer_group(env848):
+    env, g = env848, env848.group_id()
+    m = env.member()
+    r = join(m, g, "A")
+    c = env.member("classic")
+    first = c.join(g)
+    assert first.error_code == ErrorCode.member_id_required
+    joined = c.join(g)
+    assert joined.error_code == ErrorCode.none and joined.generation_id == 2
+    assert joined.leader == "" and joined.members == ()
+    # A must revoke first: the classic member gets its half once A confirms
+    r = hb(m, g, "A", 1, owned=as_owned(assigned(r)))
+    r = hb(m, g, "A", 1, owned=as_owned(assigned(r)))
+    assert r.member_epoch == 2
+    assert c.heartbeat(g) == ErrorCode.rebalance_in_progress  # its partitions are free now
+    assert c.join(g).error_code == ErrorCode.none
+    assert len(c.sync(g).assignment) > 10
+    bad = env.member("other")
+    other = bad.join(g, protocols=(("roundrobin", b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"),),
+                     member_id="")
+    assert other.error_code == ErrorCode.inconsistent_group_protocol
+    # a classic member silent past its session timeout (10 s) is fenced
+    env.advance(5000)
+    assert hb(m, g, "A", 2).error_code == ErrorCode.none
+    env.advance(5500)
+    assert [x.member_id for x in describe(m, g).members] == ["A"]
