@@ -53,12 +53,14 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int, start: int 
 class Member:
     """A ``group.protocol=consumer`` consumer polled from the test thread."""
 
-    def __init__(self, bootstrap: str, group: str, topics: list[str], **overrides: Any) -> None:
+    def __init__(self, bootstrap: str, group: str, topics: list[str], *,
+                 commit_each: bool = False, **overrides: Any) -> None:
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "topic.metadata.refresh.interval.ms": 500, **overrides})
         self.consumer.subscribe(topics)
+        self.commit_each = commit_each
         self.values: list[int] = []
         self.errors: list[Any] = []
 
@@ -68,8 +70,23 @@ class Member:
             return
         if msg.error() is not None:
             self.errors.append(msg.error())
-        else:
-            self.values.append(int(msg.value()))
+            return
+        self.values.append(int(msg.value()))
+        if self.commit_each:
+            self._commit(msg)
+
+    def _commit(self, msg: Any) -> None:
+        # STALE_MEMBER_EPOCH is Kafka's answer while the member's epoch moves (KIP-848): the
+        # client learns the new epoch from its next heartbeat, then the commit goes through
+        for _ in range(100):
+            try:
+                self.consumer.commit(message=msg, asynchronous=False)
+                return
+            except confluent_kafka.KafkaException as exc:
+                if exc.args[0].code() != confluent_kafka.KafkaError.STALE_MEMBER_EPOCH:
+                    raise
+                time.sleep(0.05)
+        raise AssertionError("the commit stayed stale")
 
     def assigned(self, topic: str | None = None) -> set[int]:
         return {tp.partition for tp in self.consumer.assignment()
@@ -350,3 +367,45 @@ def test_static_member_restarts_and_gets_its_partitions_back_without_a_bump(brok
     finally:
         a.close()
         b.close()
+
+
+CLASSIC = {"group.protocol": "classic", "partition.assignment.strategy": "range",
+           "session.timeout.ms": 2000, "heartbeat.interval.ms": 100}
+
+
+def test_rolling_upgrade_from_classic_to_consumer_loses_and_repeats_nothing(broker):
+    """A classic group of 3 is replaced member by member by consumer-protocol members: the
+    first one upgrades the group online, the classic members keep working inside the consumer
+    group until they are replaced. Every member commits each record it reads."""
+    bs = broker.bootstrap
+    create(bs, "roll", 6)
+    produce(bs, "roll", 6, 60)
+    produced = 60
+    old = [Member(bs, "groll", ["roll"], commit_each=True, **CLASSIC) for _ in range(3)]
+    new: list[Member] = []
+    retired: list[Member] = []
+
+    def everything_read() -> bool:
+        return len({v for m in old + new + retired for v in m.values}) >= produced
+    try:
+        poll_until(old, everything_read)
+        for i in range(3):
+            leaving = old.pop(0)
+            leaving.close()
+            retired.append(leaving)
+            new.append(Member(bs, "groll", ["roll"], commit_each=True))
+            produce(bs, "roll", 6, 30, start=produced)
+            produced += 30
+            poll_until(old + new, everything_read, timeout=60)
+        poll_until(new, lambda: split(new, 6), timeout=60)
+        values = [v for m in old + new + retired for v in m.values]
+        assert sorted(set(values)) == list(range(produced))  # nothing lost
+        assert len(values) == produced  # nothing read twice
+        with WireClient(bs) as client:
+            described = client.request(_DESCRIBE, 1, group_ids=("groll",),
+                                       include_authorized_operations=False).groups[0]
+        assert described.error_code == ErrorCode.none
+        assert [m.member_type for m in described.members] == [1, 1, 1]
+    finally:
+        for m in old + new:
+            m.close()
