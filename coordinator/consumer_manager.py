@@ -38,6 +38,7 @@ from .consumer.heartbeat import (
 from .consumer.member import MemberState
 from .consumer.migration import (
     ClassicMemberView,
+    downgrade_records,
     members_from_classic,
     upgrade_records,
     upgrade_refusal,
@@ -95,6 +96,7 @@ class ConsumerGroupManager:
                  classic: GroupMetadataManager) -> None:
         self.context = context
         self.config = config.consumer
+        self.classic_max_size = config.max_group_size
         self.topics = config.topics
         self.classic = classic
         self.groups: dict[str, ConsumerGroup] = {}
@@ -166,7 +168,30 @@ class ConsumerGroupManager:
         if records:
             log.info("consumer group %s: member %s fenced (%s)", group_id, member_id, why)
             self._cancel_timers(group_id, member_id)
+            records = self._maybe_downgrade(group_id, member_id, records)
         return Result(encode_records(records), None)
+
+    def _maybe_downgrade(self, group_id: str, leaving_id: str,
+                         records: list[Record]) -> list[Record]:
+        """The last consumer-protocol member leaves a group of classic members: with the
+        policy's consent the group becomes classic again (its tombstones, a GroupMetadata
+        record, then a rebalance of the classic group); else ``records`` as they are."""
+        group = self.groups.get(group_id)
+        if group is None or not self.config.downgrade_enabled:
+            return records
+        remaining = [m for mid, m in group.members.items() if mid != leaving_id]
+        if not remaining or any(not m.uses_classic_protocol for m in remaining) \
+                or len(remaining) > self.classic_max_size:
+            return records
+        log.info("consumer group %s: the last consumer-protocol member %s left; downgrading "
+                 "to a classic group of %d members", group_id, leaving_id, len(remaining))
+        for member in remaining:
+            self._cancel_timers(group_id, member.member_id)
+        self.context.cancel(_regex_key(group_id))
+        self.context.schedule(("consumer-downgrade", group_id), 0,
+                              lambda shard: shard.group_manager.rebalance_after_downgrade(
+                                  group_id))
+        return downgrade_records(group, leaving_id, self.topics.name_of, self.context.now_ms())
 
     def session_timeout_expired(self, group_id: str, member_id: str) -> Result:
         records = session_timeout_expired(self.groups.get(group_id), member_id,
@@ -227,11 +252,14 @@ class ConsumerGroupManager:
             for member_id, member in group.members.items():
                 self._arm_session(group_id, member_id, self._session_ms(member))
         self._apply_timers(group_id, result)
+        records = result.records
+        if result.cancel_timers and group is not None:  # left (epoch -1)
+            records = self._maybe_downgrade(group_id, result.member_id, records)
         on_durable: Callable[[], None] | None = None
         if result.regex_refresh_needed:
             def on_durable() -> None:
                 self._schedule_regex_refresh(group_id)
-        return Result(prefix + encode_records(result.records), result, on_durable=on_durable)
+        return Result(prefix + encode_records(records), result, on_durable=on_durable)
 
     def _upgrade(self, classic: ClassicGroup) -> tuple[ConsumerGroup, list[Record]]:
         """A non-empty classic group becomes a consumer group (online upgrade): the group as

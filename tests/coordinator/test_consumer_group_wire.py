@@ -466,3 +466,30 @@ def test_a_classic_member_joins_a_live_consumer_group(env848):
     assert hb(m, g, "A", 2).error_code == ErrorCode.none
     env.advance(5500)
     assert [x.member_id for x in describe(m, g).members] == ["A"]
+
+
+def test_the_last_consumer_member_leaving_downgrades_to_a_classic_group(env848):
+    env, g = env848, env848.group_id()
+    m = env.member()
+    r = join(m, g, "A")
+    c = env.member("classic")
+    assert c.join(g).error_code == ErrorCode.member_id_required
+    joined = c.join(g)
+    assert joined.error_code == ErrorCode.none
+    epoch = joined.generation_id
+    r = hb(m, g, "A", 1, owned=as_owned(assigned(r)))
+    hb(m, g, "A", 1, owned=as_owned(assigned(r)))
+    assert hb(m, g, "A", -1).error_code == ErrorCode.none
+    env.advance(0)  # the classic group's rebalance starts right after
+    gone = describe(m, g)
+    assert (gone.error_code, gone.error_message) == (
+        ErrorCode.group_id_not_found, f"Group {g} is not a consumer group.")
+    d = m.request(DESCRIBE, 5, groups=(g,), include_authorized_operations=False).groups[0]
+    assert (d.group_state, d.protocol_type) == ("PreparingRebalance", "consumer")
+    assert [x.member_id for x in d.members] == [c.member_id]
+    assert c.heartbeat(g, generation=epoch) == ErrorCode.rebalance_in_progress
+    again = c.join(g)
+    assert again.error_code == ErrorCode.none and again.leader == c.member_id
+    assert again.generation_id == epoch + 1
+    listed = m.request(LIST, 5, states_filter=(), types_filter=())
+    assert {x.group_id: x.group_type for x in listed.groups}[g] == "classic"
