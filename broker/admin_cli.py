@@ -30,11 +30,13 @@ from .wire_client import WireClient, WireError
 API_VERSIONS, METADATA, LIST_OFFSETS = 18, 3, 2
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+CONSUMER_GROUP_DESCRIBE = 69
 
 # Version ranges this client knows the shape of; the highest one the broker also accepts is used.
 OURS: dict[int, tuple[int, int]] = {
     METADATA: (1, 12), LIST_OFFSETS: (1, 7), OFFSET_COMMIT: (2, 8), OFFSET_FETCH: (1, 7),
     DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 4), DELETE_GROUPS: (0, 2),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 EARLIEST, LATEST = -2, -1
 
@@ -95,6 +97,15 @@ class AdminClient(WireClient):
         if described.error_code != ErrorCode.none:
             raise AdminError(f"DescribeGroups {group!r} failed: {error_name(described.error_code)}")
         return described
+
+    def describe_consumer_group(self, group: str) -> Any | None:
+        """ConsumerGroupDescribe (KIP-848 groups); None when the broker has no such group."""
+        if CONSUMER_GROUP_DESCRIBE not in self.versions:
+            return None
+        _, r = self.call(CONSUMER_GROUP_DESCRIBE, group_ids=(group,),
+                         include_authorized_operations=False)
+        (described,) = r.groups
+        return described if described.error_code == ErrorCode.none else None
 
     def delete_groups(self, groups: Sequence[str]) -> dict[str, str]:
         """Error name ('NONE' on success) of each group."""
@@ -208,11 +219,13 @@ class PartitionRow:
 def describe_rows(admin: AdminClient, group: str) -> tuple[Any, list[PartitionRow], list]:
     """The group, one row per partition it owns or committed, and the members owning nothing."""
     described = admin.describe_group(group)
+    if described.group_state == "Dead":  # not a classic group: maybe a KIP-848 one
+        described = admin.describe_consumer_group(group) or described
     committed = admin.committed(group)
     owners: dict[tuple[str, int], tuple[str, str, str]] = {}
     idle = []
     for m in described.members:
-        tps = decode_assignment(m.member_assignment) if described.protocol_type == "consumer" else []
+        tps = _member_partitions(described, m)
         for tp in tps:
             owners[tp] = (m.member_id, m.client_host, m.client_id)
         if not tps:
@@ -222,6 +235,35 @@ def describe_rows(admin: AdminClient, group: str) -> tuple[Any, list[PartitionRo
     rows = [PartitionRow(t, p, committed.get((t, p)), log_end.get((t, p)), owners.get((t, p)))
             for t, p in tps]
     return described, rows, idle
+
+
+def _member_partitions(described: Any, member: Any) -> list[tuple[str, int]]:
+    if hasattr(member, "assignment"):  # ConsumerGroupDescribe
+        return [(tp.topic_name, int(p)) for tp in member.assignment.topic_partitions
+                for p in tp.partitions]
+    if described.protocol_type == "consumer":
+        return decode_assignment(member.member_assignment)
+    return []
+
+
+def _partitions_text(assignment: Any) -> str:
+    parts = [f"{tp.topic_name}:{','.join(str(p) for p in tp.partitions)}"
+             for tp in assignment.topic_partitions if tp.partitions]
+    return " ".join(parts) or "-"
+
+
+def _consumer_group_members(group: str, described: Any, out: TextIO) -> None:
+    """KIP-848 groups: epochs and each member's current vs target assignment."""
+    out.write(f"\nGROUP {group} TYPE consumer STATE {described.group_state} GROUP-EPOCH "
+              f"{described.group_epoch} ASSIGNMENT-EPOCH {described.assignment_epoch} "
+              f"ASSIGNOR {described.assignor_name}\n\n")
+    table: list[Sequence[Any]] = [("CONSUMER-ID", "MEMBER-EPOCH", "PROTOCOL", "ASSIGNMENT",
+                                   "TARGET-ASSIGNMENT")]
+    for m in described.members:
+        kind = {0: "classic", 1: "consumer"}.get(int(getattr(m, "member_type", -1)), "-")
+        table.append((m.member_id, m.member_epoch, kind, _partitions_text(m.assignment),
+                      _partitions_text(m.target_assignment)))
+    _table(table, out)
 
 
 def cmd_list(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
@@ -255,6 +297,8 @@ def cmd_describe(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> i
     for m in idle:
         table.append((group, dash, dash, dash, dash, dash, m.member_id, m.client_host, m.client_id))
     _table(table, out)
+    if hasattr(described, "group_epoch"):
+        _consumer_group_members(group, described, out)
     return 0
 
 

@@ -409,3 +409,29 @@ def test_rolling_upgrade_from_classic_to_consumer_loses_and_repeats_nothing(brok
     finally:
         for m in old + new:
             m.close()
+
+
+def test_kafkette_groups_describe_shows_a_consumer_group(broker, capsys):
+    from kafkette.broker.cli import main
+
+    bs = broker.bootstrap
+    create(bs, "cli848", 2)
+    produce(bs, "cli848", 2, 6)
+    m = Member(bs, "gcli", ["cli848"], **{"client.id": "cli848-client"})
+    try:
+        poll_until([m], lambda: len(m.values) >= 6)
+        m.consumer.commit(asynchronous=False)
+        capsys.readouterr()
+        assert main(["groups", "--bootstrap-server", bs, "describe", "gcli"]) == 0
+        lines = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+    finally:
+        m.close()
+    rows = {int(r[2]): r for r in lines[1:3]}
+    assert [rows[p][:6] for p in (0, 1)] == [["gcli", "cli848", "0", "3", "3", "0"],
+                                              ["gcli", "cli848", "1", "3", "3", "0"]]
+    assert rows[0][8] == "cli848-client"
+    header = next(line for line in lines if line[0] == "GROUP" and "GROUP-EPOCH" in line)
+    assert header[3:6] == ["consumer", "STATE", "Stable"]
+    member_row = lines[lines.index(["CONSUMER-ID", "MEMBER-EPOCH", "PROTOCOL", "ASSIGNMENT",
+                                    "TARGET-ASSIGNMENT"]) + 1]
+    assert member_row[2:] == ["consumer", "cli848:0,1", "cli848:0,1"]
