@@ -7,6 +7,7 @@ import random
 import uuid
 
 import pytest
+
 from kafkette.coordinator.assignor import (
     RangeAssignor,
     UniformAssignor,

@@ -8,6 +8,7 @@ import random
 import uuid
 
 import pytest
+
 from kafkette.coordinator.assignor import RangeAssignor, UniformAssignor
 from kafkette.coordinator.assignor.spec import make_assignment
 from kafkette.coordinator.consumer.group import (

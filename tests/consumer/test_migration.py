@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+
 from kafkette.coordinator.assignor.spec import make_assignment
 from kafkette.coordinator.consumer.group import ConsumerGroupState
 from kafkette.coordinator.consumer.member import ConsumerGroupMember

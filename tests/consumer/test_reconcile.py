@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+
 from kafkette.coordinator.consumer.member import ConsumerGroupMember, MemberState, make_assignment
 from kafkette.coordinator.consumer.reconcile import reconcile
 from kafkette.coordinator.errors import FENCED_MEMBER_EPOCH, CoordinatorError

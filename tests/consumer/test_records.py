@@ -9,6 +9,7 @@ import struct
 import uuid
 
 import pytest
+
 from kafkette.protocol import consumer_group_records as cgr
 from kafkette.protocol.group_records import (
     GroupMetadataKey,

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pytest
-from kafkette.protocol import consumer_group_records as cgr
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
+
+from kafkette.protocol import consumer_group_records as cgr
 
 FLEX: dict = dict(frozen=True, slots=True, kw_only=True)
 

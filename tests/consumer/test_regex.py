@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kafkette.coordinator.consumer import regex
 from kafkette.coordinator.errors import INVALID_REGULAR_EXPRESSION, CoordinatorError
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+
 from kafkette.coordinator.assignor import UniformAssignor
 from kafkette.coordinator.assignor.spec import (
     GroupSpec,

@@ -389,7 +389,7 @@ def test_rolling_upgrade_from_classic_to_consumer_loses_and_repeats_nothing(brok
         return len({v for m in old + new + retired for v in m.values}) >= produced
     try:
         poll_until(old, everything_read)
-        for i in range(3):
+        for _ in range(3):
             leaving = old.pop(0)
             leaving.close()
             retired.append(leaving)
