@@ -435,3 +435,38 @@ def test_kafkette_groups_describe_shows_a_consumer_group(broker, capsys):
     member_row = lines[lines.index(["CONSUMER-ID", "MEMBER-EPOCH", "PROTOCOL", "ASSIGNMENT",
                                     "TARGET-ASSIGNMENT"]) + 1]
     assert member_row[2:] == ["consumer", "cli848:0,1", "cli848:0,1"]
+
+
+def test_group_and_offsets_survive_a_broker_sigkill(tmp_path):
+    from kafkette.broker.testing import BrokerProcess, test_config
+
+    proc = BrokerProcess(test_config(str(tmp_path), **{**FAST, "offsets.topic.num.partitions": 5}))
+    try:
+        bs = proc.bootstrap
+        create(bs, "k9", 2)
+        produce(bs, "k9", 2, 20)
+        m = Member(bs, "gk9", ["k9"])
+        try:
+            poll_until([m], lambda: len(m.values) >= 20)
+            m.consumer.commit(asynchronous=False)
+            before = group_epoch(bs, "gk9")
+            proc.kill()
+            proc.start()
+            # the member carries on in the replayed group (same epochs: no rebalance)
+            assert group_epoch(bs, "gk9") == before
+            produce(bs, "k9", 2, 4, start=20)
+            poll_until([m], lambda: len(m.values) >= 24, timeout=40)
+            assert sorted(m.values) == list(range(24))
+            m.consumer.commit(asynchronous=False)
+        finally:
+            m.close()
+        # a new member resumes from the committed offsets
+        n = Member(bs, "gk9", ["k9"])
+        try:
+            produce(bs, "k9", 2, 2, start=24)
+            poll_until([n], lambda: len(n.values) >= 2)
+            assert sorted(n.values) == [24, 25]
+        finally:
+            n.close()
+    finally:
+        proc.kill()
