@@ -34,6 +34,7 @@ from .consumer.heartbeat import (
     rebalance_timeout_expired,
     refresh_regexes,
     session_timeout_expired,
+    validate_request,
 )
 from .consumer.member import MemberState
 from .consumer.migration import (
@@ -234,6 +235,10 @@ class ConsumerGroupManager:
         upgraded: ClassicGroup | None = None
         if group is None:
             classic = self.classic.groups.get(group_id)
+            if classic is not None and request.member_epoch != 0:
+                validate_request(request, [a.name for a in self.settings.assignors])
+                raise CoordinatorError(E.GROUP_ID_NOT_FOUND,
+                                       f"Group {group_id} is not a consumer group.")
             if classic is not None and request.member_epoch == 0:
                 prefix.append(R.group_tombstone(group_id))  # replayed: the classic group goes
                 if not classic.is_in(GroupState.EMPTY):

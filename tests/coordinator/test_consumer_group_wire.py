@@ -322,6 +322,9 @@ def test_an_empty_classic_group_becomes_a_consumer_group(env848):
     classic.join_parked(busy, protocol_type="connect")
     env.advance(3000)  # group.initial.rebalance.delay.ms
     assert classic.join_result().error_code == ErrorCode.none  # a live classic member
+    r = hb(m, busy, "A", 3, owned={})
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.group_id_not_found, f"Group {busy} is not a consumer group.")
     r = join(m, busy, "A")  # not the consumer embedded protocol: no online upgrade
     assert (r.error_code, r.error_message) == (
         ErrorCode.group_id_not_found, f"Cannot upgrade classic group {busy} to consumer group "
