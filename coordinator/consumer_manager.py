@@ -172,15 +172,20 @@ class ConsumerGroupManager:
             records = self._maybe_downgrade(group_id, member_id, records)
         return Result(encode_records(records), None)
 
-    def _maybe_downgrade(self, group_id: str, leaving_id: str,
-                         records: list[Record]) -> list[Record]:
+    def _maybe_downgrade(self, group_id: str, leaving_id: str, records: list[Record],
+                         joining: Any = None) -> list[Record]:
         """The last consumer-protocol member leaves a group of classic members: with the
         policy's consent the group becomes classic again (its tombstones, a GroupMetadata
         record, then a rebalance of the classic group); else ``records`` as they are."""
         group = self.groups.get(group_id)
         if group is None or not self.config.downgrade_enabled:
             return records
+        leaving = group.members.get(leaving_id)
+        if leaving is None or leaving.uses_classic_protocol:
+            return records
         remaining = [m for mid, m in group.members.items() if mid != leaving_id]
+        if joining is not None:
+            remaining = [m for m in remaining if m.member_id != joining.member_id] + [joining]
         if not remaining or any(not m.uses_classic_protocol for m in remaining) \
                 or len(remaining) > self.classic_max_size:
             return records
@@ -192,7 +197,8 @@ class ConsumerGroupManager:
         self.context.schedule(("consumer-downgrade", group_id), 0,
                               lambda shard: shard.group_manager.rebalance_after_downgrade(
                                   group_id))
-        return downgrade_records(group, leaving_id, self.topics.name_of, self.context.now_ms())
+        return downgrade_records(group, leaving_id, self.topics.name_of, self.context.now_ms(),
+                                 joining)
 
     def session_timeout_expired(self, group_id: str, member_id: str) -> Result:
         records = session_timeout_expired(self.groups.get(group_id), member_id,
@@ -310,11 +316,23 @@ class ConsumerGroupManager:
             answer.set_result(JoinResult(exc.code, member_id))
             return Result((), answer)
         member_id = joined.member_id
+        records = joined.records
+        downgrade = False
         if joined.replaced_member_id is not None:
             self._cancel_timers(group_id, joined.replaced_member_id)
+            # a classic static member replaces the last consumer-protocol one: downgrade
+            # (its replacement records first, then the whole group's tombstones, as Kafka)
+            conversion = self._maybe_downgrade(group_id, joined.replaced_member_id, [],
+                                               joining=joined.member)
+            downgrade = bool(conversion)
+            records = records + conversion
 
         def on_durable() -> None:
             self._cancel_join_timer(group_id, member_id)
+            if downgrade:  # the classic group's own timers run now
+                answer.set_result(JoinResult(E.NONE, member_id, joined.generation, "consumer",
+                                             joined.protocol_name))
+                return
             self._arm_session(group_id, member_id, request.session_timeout_ms)
             self.context.schedule(
                 _sync_key(group_id, member_id), request.rebalance_timeout_ms,
@@ -322,7 +340,7 @@ class ConsumerGroupManager:
                     group_id, member_id, "no SyncGroup within the rebalance timeout"))
             answer.set_result(JoinResult(E.NONE, member_id, joined.generation, "consumer",
                                          joined.protocol_name))
-        return Result(encode_records(joined.records), answer, on_durable=on_durable)
+        return Result(encode_records(records), answer, on_durable=on_durable)
 
     def classic_sync(self, request: SyncRequest) -> Result:
         answer = self.context.new_future()

@@ -60,6 +60,7 @@ class ClassicJoined:
     generation: int  # the member epoch
     protocol_name: str
     replaced_member_id: str | None = None
+    member: ConsumerGroupMember | None = None  # as reconciled
 
 
 def _validate_member(group: ConsumerGroup, member_id: str,
@@ -146,7 +147,7 @@ def classic_join(group: ConsumerGroup, request: ClassicJoin, settings: Heartbeat
                                   _owned(subscription, lookup), settings, lookup, out,
                                   metadata_version=metadata_version)
     return ClassicJoined(out, applied.member.member_id, applied.member.member_epoch, names[0],
-                         replaced_id)
+                         replaced_id, applied.member)
 
 
 def _supported(group: ConsumerGroup, member_id: str, names: Sequence[str]) -> bool:

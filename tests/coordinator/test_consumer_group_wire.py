@@ -496,3 +496,22 @@ def test_the_last_consumer_member_leaving_downgrades_to_a_classic_group(env848):
     assert again.generation_id == epoch + 1
     listed = m.request(LIST, 5, states_filter=(), types_filter=())
     assert {x.group_id: x.group_type for x in listed.groups}[g] == "classic"
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(env848):
+    env, g = env848, env848.group_id()
+    m = env.member()
+    join(m, g, "A", instance="i-1")
+    c = env.member("classic")
+    assert c.join(g).error_code == ErrorCode.member_id_required
+    assert c.join(g).error_code == ErrorCode.none
+    assert hb(m, g, "A", -2, instance="i-1").error_code == ErrorCode.none  # away for now
+    s = env.member("static-classic")
+    joined = s.join(g, instance="i-1", member_id="")
+    assert joined.error_code == ErrorCode.none
+    env.advance(0)
+    assert describe(m, g).error_code == ErrorCode.group_id_not_found
+    d = m.request(DESCRIBE, 5, groups=(g,), include_authorized_operations=False).groups[0]
+    assert d.group_state == "PreparingRebalance"
+    assert sorted(x.member_id for x in d.members) == sorted([c.member_id, joined.member_id])
+    assert {x.group_instance_id for x in d.members} == {None, "i-1"}
