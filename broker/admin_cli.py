@@ -21,11 +21,13 @@ from .wire_client import WireClient, WireError
 API_VERSIONS, METADATA, LIST_OFFSETS = 18, 3, 2
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+CONSUMER_GROUP_DESCRIBE = 69
 
 # Version ranges this client knows the shape of; the highest one the broker also accepts is used.
 OURS: dict[int, tuple[int, int]] = {
     METADATA: (1, 12), LIST_OFFSETS: (1, 7), OFFSET_COMMIT: (2, 8), OFFSET_FETCH: (1, 7),
     DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 4), DELETE_GROUPS: (0, 2), OFFSET_DELETE: (0, 0),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 EARLIEST, LATEST = -2, -1
 
@@ -103,6 +105,15 @@ class AdminClient(WireClient):
         if described.error_code != ErrorCode.none:
             raise AdminError(f"DescribeGroups {group!r} failed: {error_name(described.error_code)}")
         return described
+
+    def describe_consumer_group(self, group: str) -> Any | None:
+        """ConsumerGroupDescribe (KIP-848 groups); None when the broker has no such group."""
+        if CONSUMER_GROUP_DESCRIBE not in self.versions:
+            return None
+        _, r = self.call(CONSUMER_GROUP_DESCRIBE, group_ids=(group,),
+                         include_authorized_operations=False)
+        (described,) = r.groups
+        return described if described.error_code == ErrorCode.none else None
 
     def delete_groups(self, groups: Sequence[str]) -> dict[str, str]:
         """Error name ('NONE' on success) of each group."""

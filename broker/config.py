@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from kafkette.coordinator.consumer.config import DEFAULTS as CONSUMER_GROUP_DEFAULTS
 from kafkette.storage import topic_config
 
 log = logging.getLogger("kafkette.broker.config")
@@ -79,6 +80,9 @@ DEFAULTS: dict[str, str] = {
     "group.coordinator.append.linger.ms": "10",
     "offsets.topic.compression.codec": "0",
     "offsets.load.buffer.size": "5242880",
+    # Consumer group protocol, KIP-848 (Kafka 4.0 names and defaults): group.consumer.*,
+    # group.coordinator.rebalance.protocols.
+    **CONSUMER_GROUP_DEFAULTS,
 }
 
 
@@ -191,6 +195,19 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
     "request.max.elements": ConfigKey("INT", at_least(1)),
     "admin.listener": ConfigKey("STRING"),
+    # KIP-848 (checked again, with Kafka's messages, by coordinator.consumer.config)
+    "group.coordinator.rebalance.protocols": ConfigKey(
+        "LIST", one_of("classic", "consumer", "share", "streams")),
+    "group.consumer.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
+    "group.consumer.min.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
+    "group.consumer.max.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
+    "group.consumer.session.timeout.ms": ConfigKey("INT", at_least(1)),
+    "group.consumer.min.session.timeout.ms": ConfigKey("INT", at_least(1)),
+    "group.consumer.max.session.timeout.ms": ConfigKey("INT", at_least(1)),
+    "group.consumer.max.size": ConfigKey("INT", at_least(1)),
+    "group.consumer.assignors": ConfigKey("LIST"),
+    "group.consumer.migration.policy": ConfigKey(
+        "STRING", one_of("bidirectional", "upgrade", "downgrade", "disabled")),
 }
 
 # Broker-level synonyms of topic configs the logs read (log.preallocate, log.roll.jitter.ms, ...).

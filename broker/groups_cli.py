@@ -24,6 +24,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, NoReturn, TextIO
 
 from .admin_cli import EARLIEST, LATEST, AdminClient, AdminError, decode_assignment
@@ -304,8 +305,73 @@ def cmd_list(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _members(described: Any) -> list[tuple[Any, list[tuple[str, int]]]]:
+    if isinstance(described, ConsumerGroupView):
+        return [(m, m.partitions) for m in described.members]
     consumer = described.protocol_type == "consumer"
     return [(m, decode_assignment(m.member_assignment) if consumer else []) for m in described.members]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberView:
+    member_id: str
+    group_instance_id: str | None
+    client_host: str
+    client_id: str
+    member_epoch: int
+    kind: str  # "consumer" or "classic" (a classic member of a mixed group)
+    partitions: list[tuple[str, int]]
+    target: list[tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupView:
+    """A KIP-848 group (ConsumerGroupDescribe) in the shape the describe commands print."""
+
+    group_state: str
+    protocol_data: str  # the server-side assignor
+    group_epoch: int
+    assignment_epoch: int
+    members: list[ConsumerMemberView]
+
+
+def _topic_partitions(assignment: Any) -> list[tuple[str, int]]:
+    return [(tp.topic_name, int(p)) for tp in assignment.topic_partitions for p in tp.partitions]
+
+
+def _describe(admin: AdminClient, group: str) -> Any:
+    """DescribeGroups, or ConsumerGroupDescribe when the group is a KIP-848 one (DescribeGroups
+    answers such a group as Dead)."""
+    described = admin.describe_group(group)
+    if described.group_state != "Dead":
+        return described
+    consumer = admin.describe_consumer_group(group)
+    if consumer is None:
+        return described
+    members = [ConsumerMemberView(
+        m.member_id, m.instance_id, m.client_host, m.client_id, m.member_epoch,
+        {0: "classic", 1: "consumer"}.get(int(getattr(m, "member_type", 1)), "consumer"),
+        _topic_partitions(m.assignment), _topic_partitions(m.target_assignment))
+        for m in consumer.members]
+    return ConsumerGroupView(consumer.group_state, consumer.assignor_name, consumer.group_epoch,
+                             consumer.assignment_epoch, members)
+
+
+def describe_consumer_members(group: str, described: ConsumerGroupView, out: TextIO) -> None:
+    """KIP-848 groups: epochs and each member's current vs target assignment."""
+    def text(tps: list[tuple[str, int]]) -> str:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        return ";".join(f"{t}:{','.join(map(str, sorted(ps)))}"
+                        for t, ps in sorted(by_topic.items())) or DASH
+    out.write(f"\nGROUP {group} TYPE consumer STATE {described.group_state} GROUP-EPOCH "
+              f"{described.group_epoch} ASSIGNMENT-EPOCH {described.assignment_epoch} "
+              f"ASSIGNOR {described.protocol_data}\n\n")
+    rows: list[Sequence[Any]] = [("CONSUMER-ID", "MEMBER-EPOCH", "PROTOCOL", "ASSIGNMENT",
+                                  "TARGET-ASSIGNMENT")]
+    rows += [(m.member_id, m.member_epoch, m.kind, text(m.partitions), text(m.target))
+             for m in described.members]
+    table(rows, out)
 
 
 def _exists(described: Any, group: str, out: TextIO) -> bool:
@@ -379,7 +445,7 @@ def describe_state(admin: AdminClient, group: str, described: Any, out: TextIO) 
 def cmd_describe(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
     status = 0
     for n, group in enumerate(group_ids(admin, args)):
-        described = admin.describe_group(group)
+        described = _describe(admin, group)
         if not _exists(described, group, out):
             status = 1
             continue
@@ -391,6 +457,8 @@ def cmd_describe(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> i
             describe_state(admin, group, described, out)
         else:
             describe_offsets(admin, group, described, out)
+            if isinstance(described, ConsumerGroupView):
+                describe_consumer_members(group, described, out)
     return status
 
 

@@ -49,10 +49,23 @@ def _decode_some(batches: Any) -> list[tuple[bytes, bytes | None]] | None:
     return out or None
 
 
-def coordinator_config(config: Any) -> Any:
+def consumer_group_config(config: Any) -> Any:
+    """group.consumer.* and group.coordinator.rebalance.protocols, validated (ConfigError)."""
+    from kafkette.coordinator.consumer.config import ConsumerGroupConfig
+
+    from .config import ConfigError
+
+    try:
+        return ConsumerGroupConfig.from_config(config.__getitem__)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def coordinator_config(config: Any, logs: Any = None) -> Any:
     from kafkette.coordinator.config import CoordinatorConfig
 
     return CoordinatorConfig(
+        consumer=consumer_group_config(config), topics=topic_view(logs),
         initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
         min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
         max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
@@ -80,7 +93,7 @@ async def start_coordinator(logs: Any, config: Any, clock: Any,
             internal=True)
     codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
     coord = GroupCoordinator(
-        config.node_id, info.partitions, clock, coordinator_config(config),
+        config.node_id, info.partitions, clock, coordinator_config(config, logs),
         lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec),
         partition_count=lambda topic: _partition_count(logs, topic),
         advertised=advertised)
@@ -92,3 +105,21 @@ def _partition_count(logs: Any, topic: str) -> int:
     """Partitions of ``topic`` (0 if it does not exist): valid indexes are 0 <= p < count."""
     info = logs.topic(topic)
     return info.partitions if info is not None else 0
+
+
+def topic_view(logs: Any) -> Any:
+    """The coordinator's view of the (non-internal) topics of ``logs``."""
+    from kafkette.coordinator.consumer.topics import TopicView
+
+    if logs is None:
+        return TopicView()
+
+    def lookup(name: str) -> Any:
+        info = logs.topic(name)
+        return None if info is None or info.internal else (info.topic_id, info.partitions)
+
+    def name_of(topic_id: Any) -> str | None:
+        info = logs.topic_by_id(topic_id)
+        return None if info is None else info.name
+
+    return TopicView(lookup, name_of, lambda: [t.name for t in logs.topics() if not t.internal])

@@ -27,6 +27,11 @@ TEST_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "100",
     "group.coordinator.append.linger.ms": "1",
+    # consumer group protocol (KIP-848): fast heartbeats, short sessions
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.session.timeout.ms": "6000",
 }
 
 

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from .consumer.config import ConsumerGroupConfig
+from .consumer.topics import TopicView
+
+
+def _default_consumer_config() -> ConsumerGroupConfig:
+    def missing(name: str) -> str:
+        raise KeyError(name)
+    return ConsumerGroupConfig.from_config(missing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,3 +26,7 @@ class CoordinatorConfig:
     append_linger_ms: int = 10
     # offsets.commit.timeout.ms: how long any write op waits for its records to be durable
     commit_timeout_ms: int = 5000
+    # group.consumer.* and group.coordinator.rebalance.protocols (KIP-848)
+    consumer: ConsumerGroupConfig = field(default_factory=_default_consumer_config)
+    # the broker's topics (not a setting: a live view the consumer protocol reads)
+    topics: TopicView = field(default_factory=TopicView)

@@ -304,6 +304,16 @@ class GroupMetadataManager:
         elif group.is_in(S.PREPARING_REBALANCE):
             self._maybe_complete_join_phase(group)
 
+    def rebalance_after_downgrade(self, group_id: str) -> Result:
+        """A consumer group just became this classic group (KIP-848 online downgrade): its
+        members get heartbeat timers and a rebalance starts (Kafka's convertToClassicGroup)."""
+        group = self.groups.get(group_id)
+        if group is not None and group.is_in(S.STABLE):
+            for member in group.members.values():
+                self._reschedule_heartbeat(group, member)
+            self._prepare_rebalance(group)
+        return self._result(None)
+
     # Rebalance machinery ---------------------------------------------------------------------
     def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup) -> None:
         if group.can_rebalance():

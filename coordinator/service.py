@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 from . import errors as E
 from .clock import Clock
 from .config import CoordinatorConfig
+from .consumer.describe import DescribedGroup as DescribedConsumerGroup
+from .consumer.heartbeat import HeartbeatRequest, HeartbeatResult
 from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
@@ -284,6 +286,64 @@ class GroupCoordinator:
             errors.update(result)
         return errors
 
+    # Consumer groups (KIP-848) ---------------------------------------------------------------
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        return self.config.consumer.enabled
+
+    def consumer_group_heartbeat(self, request: HeartbeatRequest
+                                 ) -> ConsumerHeartbeatAnswer | asyncio.Future:
+        """(error, message, result) now or once the heartbeat's records are durable."""
+        if not self.config.consumer.enabled:
+            return (E.UNSUPPORTED_VERSION, "The consumer group protocol is not enabled.", None)
+
+        def failed(exc: BaseException) -> ConsumerHeartbeatAnswer:
+            code = error_code(exc)
+            message = exc.message if isinstance(exc, CoordinatorError) else None
+            return code, message, None
+        answer = self._write(request.group_id or "",
+                             lambda s: s.consumer_group_heartbeat(request), failed)
+        if isinstance(answer, asyncio.Future):
+            return _then(answer, lambda f: _heartbeat_answer(f.result()))
+        return _heartbeat_answer(answer)
+
+    async def consumer_group_describe(self, group_ids: list[str]
+                                      ) -> list[tuple[str, int, str | None,
+                                                      DescribedConsumerGroup | None]]:
+        """(group id, error, message, described group) per id, request order, committed."""
+        if not self.config.consumer.enabled:
+            return [(g, E.UNSUPPORTED_VERSION, None, None) for g in group_ids]
+        out: dict[str, tuple[str, int, str | None, DescribedConsumerGroup | None]] = {}
+        by_partition: dict[int, list[str]] = {}
+        for gid in group_ids:
+            by_partition.setdefault(self.partition_for(gid), []).append(gid)
+        for ids in by_partition.values():
+            try:
+                rows = await self._read(ids[0], lambda s, ids=ids: s.consumer_group_describe(ids))
+            except CoordinatorError as exc:
+                rows = [(g, exc.code, None, None) for g in ids]
+            out.update((row[0], row) for row in rows)
+        return [out[g] for g in group_ids]
+
+    async def fetch_offsets_as_member(self, group_id: str, member_id: str | None,
+                                      member_epoch: int, topics: list[tuple[str, list[int]]] | None
+                                      ) -> tuple[int, list[FetchedTopic]]:
+        """OffsetFetch v9 with a member id/epoch: a consumer group checks them first
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), then as ``fetch_offsets``."""
+        try:
+            code = await self._read(
+                group_id, lambda s: s.validate_offset_fetch(group_id, member_id, member_epoch))
+        except CoordinatorError as exc:
+            code = exc.code
+        if code != E.NONE:
+            return code, []
+        return await self.fetch_offsets(group_id, topics)
+
+    def on_topics_changed(self) -> None:
+        """A topic was created, deleted or grew: consumer groups recompute their subscription
+        metadata and regexes on their next heartbeat."""
+        self.config.topics.changed()
+
     # Offsets ---------------------------------------------------------------------------------
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
                        instance_id: str | None, retention_ms: int,
@@ -375,6 +435,15 @@ def _heartbeat_error(exc: BaseException) -> int:
     code = error_code(exc)
     # Kafka answers heartbeats blindly while the partition loads.
     return E.NONE if code == E.COORDINATOR_LOAD_IN_PROGRESS else code
+
+
+ConsumerHeartbeatAnswer = tuple[int, "str | None", "HeartbeatResult | None"]
+
+
+def _heartbeat_answer(answer: Any) -> ConsumerHeartbeatAnswer:
+    if isinstance(answer, HeartbeatResult):
+        return E.NONE, None, answer
+    return answer
 
 
 def _merge(codes: list[int], answers: list[int]) -> list[int]:

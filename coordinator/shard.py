@@ -9,17 +9,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from kafkette.protocol.group_records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    RecordDecodeError,
-    decode_key,
-    decode_value,
-)
+from kafkette.protocol.consumer_group_records import RECORD_TYPES, decode_key, decode_value
+from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, RecordDecodeError
 
 from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
+from .consumer.describe import DescribedGroup as DescribedConsumerGroup
+from .consumer.heartbeat import HeartbeatRequest
+from .consumer_manager import ConsumerGroupManager, commit_target
+from .errors import CoordinatorError
 from .events import GroupEventLog
 from .group import GroupState
 from .group_manager import GroupMetadataManager
@@ -49,9 +48,7 @@ class GroupCoordinatorShard:
         self.config = config
         self.group_manager = GroupMetadataManager(context, config)
         self.offset_manager = OffsetMetadataManager(partition, config.offset_metadata_max_bytes)
-        # Heartbeat(group id, member id, instance id, generation) -> Result: bound directly,
-        # it is the hottest group request.
-        self.heartbeat = self.group_manager.heartbeat
+        self.consumer = ConsumerGroupManager(context, config, self.group_manager)
 
     @property
     def groups(self) -> dict:
@@ -66,9 +63,14 @@ class GroupCoordinatorShard:
         return ("offsets-expiration", self.partition)
 
     # Lifecycle -------------------------------------------------------------------------------
+    @property
+    def consumer_groups(self) -> dict:
+        return self.consumer.groups
+
     def on_loaded(self) -> None:
         self.events.loaded()
         self.group_manager.on_loaded()
+        self.consumer.on_loaded()
         self._schedule_retention_check()
 
     def on_unloaded(self, error: int) -> None:
@@ -110,6 +112,9 @@ class GroupCoordinatorShard:
                 if value is None:
                     self.offset_manager.forget_prefixes()
                 return
+            if type(key) in RECORD_TYPES:
+                self.consumer.replay(key, decode_value(key, value))  # type: ignore[arg-type]
+                return
         except RecordDecodeError as exc:
             log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition, exc)
             return
@@ -120,17 +125,45 @@ class GroupCoordinatorShard:
         if value is None:
             self.offset_manager.replay_tombstone(key)
             return
-        self.group_manager.ensure_group(key.group)
+        if key.group not in self.consumer.groups:
+            self.group_manager.ensure_group(key.group)
         self.offset_manager.replay_commit(key, key_bytes, value)
 
     # Classic group membership (writes) -------------------------------------------------------
     def join_group(self, request: JoinRequest) -> Result:
-        return self.group_manager.join_group(request)
+        group = self.consumer_groups.get(request.group_id)
+        if group is None:
+            return self.group_manager.join_group(request)
+        if not group.is_empty():  # a classic member in a consumer group (mixed group)
+            return self.consumer.classic_join(request)
+        tombstones = self.consumer.downgrade_empty(request.group_id)
+        result = self.group_manager.join_group(request)
+        return Result(tombstones + list(result.records), result.response, replay=False,
+                      on_durable=result.on_durable)
+
+    # Consumer groups (KIP-848) ---------------------------------------------------------------
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> Result:
+        return self.consumer.heartbeat(request)
+
+    def consumer_group_describe(self, group_ids: list[str]
+                                ) -> list[tuple[str, int, str | None,
+                                                DescribedConsumerGroup | None]]:
+        return [(gid, *self.consumer.describe(gid)) for gid in group_ids]
 
     def sync_group(self, request: SyncRequest) -> Result:
+        if request.group_id in self.consumer_groups:
+            return self.consumer.classic_sync(request)
         return self.group_manager.sync_group(request)
 
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                  generation: int) -> Result:
+        if group_id in self.consumer_groups:
+            return self.consumer.classic_heartbeat(group_id, member_id, instance_id, generation)
+        return self.group_manager.heartbeat(group_id, member_id, instance_id, generation)
+
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> Result:
+        if group_id in self.consumer_groups:
+            return self.consumer.classic_leave(group_id, members)
         return self.group_manager.leave_group(group_id, members)
 
     # Offsets (writes) ------------------------------------------------------------------------
@@ -138,6 +171,12 @@ class GroupCoordinatorShard:
                        instance_id: str | None, retention_ms: int,
                        partitions: list[CommitPartition], version: int) -> Result:
         """Response: per-partition errors."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self.offset_manager.commit(
+                commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
+                generation, member_id, instance_id, retention_ms, partitions, version,
+                self.context.now_ms())
         group = self.groups.get(group_id)
         result = self.offset_manager.commit(group, group_id, generation, member_id, instance_id,
                                             retention_ms, partitions, version,
@@ -150,6 +189,10 @@ class GroupCoordinatorShard:
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:
         """Response: (group error, [(topic, [(partition, error)])])."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:  # allowed in any state
+            records, out = self.offset_manager.delete(consumer_group, topics)  # type: ignore[arg-type]
+            return Result(records, (E.NONE, out))
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             return Result((), (E.GROUP_ID_NOT_FOUND, []))
@@ -164,6 +207,15 @@ class GroupCoordinatorShard:
         results = []
         records: list[RawRecord] = []
         for gid in group_ids:
+            consumer_group = self.consumer_groups.get(gid)
+            if consumer_group is not None:
+                group_records: list[RawRecord] = []
+                code = self.consumer.delete(consumer_group, group_records)
+                if code == E.NONE:
+                    self.offset_manager.delete_all(gid, records)
+                    records.extend(group_records)
+                results.append((gid, code))
+                continue
             group = self.groups.get(gid)
             if group is None or group.is_in(S.DEAD):
                 results.append((gid, E.GROUP_ID_NOT_FOUND))
@@ -188,13 +240,32 @@ class GroupCoordinatorShard:
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
                       ) -> list[FetchedTopic]:
         """[(topic, [(partition, offset, leader_epoch, metadata, error)])]; all if topics is None."""
-        return self.offset_manager.fetch(group_id, topics, group_id in self.groups)
+        return self.offset_manager.fetch(
+            group_id, topics, group_id in self.groups or group_id in self.consumer_groups)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              member_epoch: int) -> int:
+        """OffsetFetch v9's member id/epoch against a consumer group (others: no check)."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return E.NONE
+        try:
+            group.validate_offset_fetch(member_id, member_epoch)
+        except CoordinatorError as exc:
+            return exc.code
+        return E.NONE
 
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
+        if group_id in self.consumer_groups:  # KIP-1099: not a classic group
+            if version >= 6:
+                return DescribedGroup(group_id, E.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
+                                      f"Group {group_id} is not a classic group.")
+            return DescribedGroup(group_id, E.NONE, "Dead", "", "", [])
         return self.group_manager.describe_group(group_id, version)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
-        return self.group_manager.list_groups(states, types)
+        return (self.group_manager.list_groups(states, types)
+                + self.consumer.list_groups(states, types))
 
     # Offsets retention -----------------------------------------------------------------------
     def _schedule_retention_check(self) -> None:
@@ -209,6 +280,11 @@ class GroupCoordinatorShard:
             if self.offset_manager.expire(group, now, self.config.offsets_retention_ms, records) \
                     and group.is_in(S.EMPTY):
                 records.append(R.group_tombstone(gid))
+        for consumer_group in list(self.consumer_groups.values()):
+            if self.offset_manager.expire(consumer_group, now,  # type: ignore[arg-type]
+                                          self.config.offsets_retention_ms, records) \
+                    and consumer_group.is_empty():
+                self.consumer.delete(consumer_group, records)
         if records:
             log.info("offsets retention: writing %d tombstones for __consumer_offsets-%d",
                      len(records), self.partition)

@@ -4,7 +4,10 @@ Keys and values are decoded by ``protocol.group_records`` (the broker's own code
 carry the source's columns ``partition, offset, timestamp, key, value``; output rows keep the
 record's position (``log_partition``, ``log_offset``) because, for one group, all its records sit
 in one ``__consumer_offsets`` partition and their log order is the order things happened.
-Records of unknown types (KIP-848 groups, share groups) are skipped, as Kafka's loader does.
+Keys go through ``protocol.consumer_group_records`` (a superset of ``group_records``): a KIP-848
+consumer group's epoch record (type 3) becomes a "group" row with protocol type ``consumer`` and
+generation = group epoch, so its rebalances show like classic generations; its other records
+(types 4-8, 16) and records of unknown types (share groups) are skipped, as Kafka's loader does.
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from kafkette.protocol.consumer_group_records import (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    decode_key,
+    decode_value,
+)
 from kafkette.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
@@ -21,8 +30,6 @@ from kafkette.protocol.group_records import (
     OffsetCommitKey,
     OffsetCommitValue,
     RecordDecodeError,
-    decode_key,
-    decode_value,
 )
 
 log = logging.getLogger("kafkette.pipeline")
@@ -89,7 +96,7 @@ def _decode(batch: pa.RecordBatch) -> Iterator[tuple[object, object, int, int, i
             continue
         try:
             k = decode_key(key)
-            if not isinstance(k, OffsetCommitKey | GroupMetadataKey):
+            if not isinstance(k, OffsetCommitKey | GroupMetadataKey | ConsumerGroupMetadataKey):
                 continue
             v = decode_value(k, value)
         except RecordDecodeError as exc:
@@ -111,9 +118,12 @@ def _commit_fields(v: OffsetCommitValue | None) -> dict[str, object]:
             "commit_time": _ms(v.commit_timestamp), "expire_time": _ms(v.expire_timestamp)}
 
 
-def _group_fields(v: GroupMetadataValue | None) -> dict[str, object]:
+def _group_fields(v: GroupMetadataValue | ConsumerGroupMetadataValue | None
+                  ) -> dict[str, object]:
     if v is None:
         return {}
+    if isinstance(v, ConsumerGroupMetadataValue):  # KIP-848: the group epoch
+        return {"protocol_type": "consumer", "generation": v.epoch}
     members = [{
         "member_id": m.member_id, "group_instance_id": m.group_instance_id,
         "client_id": m.client_id, "client_host": m.client_host,

@@ -8,6 +8,8 @@ ignored, and a negative version is an error.
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.consumer_protocol_assignment import v0 as _a0
@@ -18,13 +20,16 @@ from kio.schema.consumer_protocol_subscription import v0 as _s0
 from kio.schema.consumer_protocol_subscription import v1 as _s1
 from kio.schema.consumer_protocol_subscription import v2 as _s2
 from kio.schema.consumer_protocol_subscription import v3 as _s3
-from kio.serial import entity_reader
+from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
+from kio.static.primitive import i32
 
 _SUBSCRIPTION_READERS = tuple(entity_reader(m.ConsumerProtocolSubscription)
                               for m in (_s0, _s1, _s2, _s3))
 _ASSIGNMENT_READERS = tuple(entity_reader(m.ConsumerProtocolAssignment)
                             for m in (_a0, _a1, _a2, _a3))
+_ASSIGNMENT_MODULES = (_a0.data, _a1.data, _a2.data, _a3.data)
+HIGHEST_VERSION = 3
 
 
 class ConsumerProtocolError(ValueError):
@@ -64,3 +69,22 @@ def assignment_partitions(data: bytes) -> list[tuple[str, int]]:
     undecodable."""
     return [(tp.topic, int(p)) for tp in decode_assignment(data).assigned_partitions
             for p in tp.partitions]
+
+
+def version_of(data: bytes) -> int:
+    """The schema version the bytes declare (their leading int16)."""
+    return int.from_bytes(data[:2], "big", signed=True)
+
+
+def encode_assignment(partitions: Iterable[tuple[str, Iterable[int]]], version: int) -> bytes:
+    """A ConsumerProtocolAssignment without user data, in ``version``'s schema (versions above
+    the newest known one are written with the newest schema and their own version number)."""
+    module = _ASSIGNMENT_MODULES[min(max(version, 0), HIGHEST_VERSION)]
+    value = module.ConsumerProtocolAssignment(
+        assigned_partitions=tuple(module.TopicPartition(topic=t, partitions=tuple(map(i32, ps)))
+                                  for t, ps in partitions),
+        user_data=None)
+    buf = io.BytesIO()
+    buf.write(version.to_bytes(2, "big", signed=True))
+    entity_writer(module.ConsumerProtocolAssignment)(buf, value)
+    return buf.getvalue()

@@ -1,37 +1,95 @@
 """ConsumerGroupHeartbeat (key 68) and ConsumerGroupDescribe (key 69), v0-1: the KIP-848
-consumer protocol is advertised but disabled, answered exactly as Kafka 4.0 answers with
-``consumer`` missing from ``group.coordinator.rebalance.protocols``: UNSUPPORTED_VERSION in
-``getErrorResponse`` form. Advertising it turns librdkafka's silent hang on
-``group.protocol=consumer`` (it loops when key 68 is missing) into an immediate error.
+consumer group protocol. Decode, call the coordinator service, encode. With ``consumer``
+missing from ``group.coordinator.rebalance.protocols`` both answer UNSUPPORTED_VERSION, as
+Kafka 4.0 does.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkette.coordinator.consumer.describe import DescribedTopicPartitions
+from kafkette.coordinator.consumer.heartbeat import HeartbeatRequest
 from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..registry import api
-
-ZERO = timedelta(0)
-DISABLED = ErrorCode.unsupported_version
+from ._groups_common import ZERO, coordinator, ms, respond_with
+from .groups import AUTH_OPS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
 
 
 @api(68, 0, 1)
 def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
-    return make(ctx.response_type, throttle_time=ZERO, error_code=DISABLED, error_message=None,
-                member_id=None, member_epoch=0, heartbeat_interval=ZERO, assignment=None)
+    owned = (None if req.topic_partitions is None
+             else [(tp.topic_id, tp.partitions) for tp in req.topic_partitions])
+    request = HeartbeatRequest(
+        group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+        instance_id=req.instance_id, rack_id=req.rack_id,
+        rebalance_timeout_ms=ms(req.rebalance_timeout),
+        subscribed_topic_names=(None if req.subscribed_topic_names is None
+                                else tuple(req.subscribed_topic_names)),
+        subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),
+        server_assignor=req.server_assignor, owned=HeartbeatRequest.owned_from(owned),
+        api_version=ctx.api_version,
+        client_id="null" if ctx.client_id is None else ctx.client_id,
+        client_host=ctx.client_host)
+    assignment_cls = item_type(ctx.response_type, "assignment")
+    tp_cls = item_type(assignment_cls, "topic_partitions")
+
+    def build(answer: Any):
+        code, message, result = answer
+        if result is None:
+            return make(ctx.response_type, throttle_time=ZERO, error_code=ErrorCode(code),
+                        error_message=message, member_id=None, member_epoch=0,
+                        heartbeat_interval=ZERO, assignment=None)
+        assignment = None
+        if result.assignment is not None:
+            assignment = make(assignment_cls, topic_partitions=tuple(
+                make(tp_cls, topic_id=tid, partitions=tuple(sorted(ps)))
+                for tid, ps in sorted(result.assignment.items())))
+        return make(ctx.response_type, throttle_time=ZERO, error_code=ErrorCode.none,
+                    error_message=None, member_id=result.member_id,
+                    member_epoch=result.member_epoch,
+                    heartbeat_interval=result.heartbeat_interval_ms, assignment=assignment)
+    return respond_with(coordinator(ctx).consumer_group_heartbeat(request), build)
 
 
 @api(69, 0, 1)
-def handle_consumer_group_describe(ctx: RequestContext, req: Any):
+async def handle_consumer_group_describe(ctx: RequestContext, req: Any):
     group_cls = item_type(ctx.response_type, "groups")
-    groups = tuple(
-        make(group_cls, error_code=DISABLED, error_message=None, group_id=group_id,
-             group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=())
-        for group_id in req.group_ids)
-    return make(ctx.response_type, throttle_time=ZERO, groups=groups)
+    member_cls = item_type(group_cls, "members")
+    assignment_cls = item_type(member_cls, "assignment")
+    tp_cls = item_type(assignment_cls, "topic_partitions")
+    ops = GROUP_AUTHORIZED_OPERATIONS if req.include_authorized_operations else AUTH_OPS_OMITTED
+
+    def assignment(parts: tuple[DescribedTopicPartitions, ...]):
+        return make(assignment_cls, topic_partitions=tuple(
+            make(tp_cls, topic_id=p.topic_id, topic_name=p.topic_name, partitions=p.partitions)
+            for p in parts))
+
+    groups = []
+    for group_id, code, message, group in await coordinator(ctx).consumer_group_describe(
+            list(req.group_ids)):
+        if group is None:
+            groups.append(make(group_cls, error_code=ErrorCode(code), error_message=message,
+                               group_id=group_id, group_state="", group_epoch=0,
+                               assignment_epoch=0, assignor_name="", members=(),
+                               authorized_operations=AUTH_OPS_OMITTED))
+            continue
+        members = tuple(
+            make(member_cls, member_id=m.member_id, instance_id=m.instance_id,
+                 rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                 client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                 subscribed_topic_regex=m.subscribed_topic_regex or None,
+                 assignment=assignment(m.assignment),
+                 target_assignment=assignment(m.target_assignment), member_type=m.member_type)
+            for m in group.members)
+        groups.append(make(group_cls, error_code=ErrorCode.none, error_message=None,
+                           group_id=group_id, group_state=group.group_state,
+                           group_epoch=group.group_epoch,
+                           assignment_epoch=group.assignment_epoch,
+                           assignor_name=group.assignor_name, members=members,
+                           authorized_operations=ops))
+    return make(ctx.response_type, throttle_time=ZERO, groups=tuple(groups))

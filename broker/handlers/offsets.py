@@ -77,7 +77,12 @@ async def handle_offset_fetch(ctx: RequestContext, req):
         group_cls = item_type(cls, "groups")
         out = []
         for g in req.groups:
-            error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics))
+            member_id, member_epoch = getattr(g, "member_id", None), getattr(g, "member_epoch", -1)
+            if member_id is not None or member_epoch >= 0:  # v9, KIP-848 members
+                error, rows = await coord.fetch_offsets_as_member(
+                    g.group_id, member_id, member_epoch, _wanted(g.topics))
+            else:
+                error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics))
             out.append(make(group_cls, group_id=g.group_id, error_code=ErrorCode(error),
                             topics=_topics(group_cls, rows if error == E.NONE else [])))
         return ctx.respond(throttle_time=ZERO, groups=tuple(out))

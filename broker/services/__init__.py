@@ -24,6 +24,9 @@ class Services:
     records: RecordService
     groups: GroupService
 
+    def __post_init__(self) -> None:
+        self.topics.on_change.append(self.groups.on_topics_changed)
+
 
 __all__ = ["ClusterInfo", "GroupService", "RecordService", "ServiceError", "Services",
            "TopicService"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..offsets_log import start_coordinator
+from ..offsets_log import consumer_group_config, start_coordinator
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
@@ -22,11 +22,17 @@ class GroupService:
         self._clock = clock
         self._advertised = advertised
         self.coordinator: GroupCoordinator | None = None
+        consumer_group_config(config)  # a bad group.consumer.* value stops the broker at start
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
                                              self._advertised)
+
+    def on_topics_changed(self) -> None:
+        """A topic was created, deleted or grew (the topic service calls this)."""
+        if self.coordinator is not None:
+            self.coordinator.on_topics_changed()
 
     async def stop(self) -> None:
         coord, self.coordinator = self.coordinator, None

@@ -54,6 +54,12 @@ class TopicService:
         self._logs = logs
         self._config = config
         self._create_lock = asyncio.Lock()
+        # called after a topic is created, deleted or grows (the group coordinator's hook)
+        self.on_change: list[Callable[[], None]] = []
+
+    def _changed(self) -> None:
+        for hook in self.on_change:
+            hook()
 
     # Lookup ------------------------------------------------------------------------------------
     def get(self, name: str) -> TopicInfo | None:
@@ -86,7 +92,7 @@ class TopicService:
             if existing is not None:
                 return existing
             try:
-                return await self._logs.create_topic(name, self._config.get_int("num.partitions"))
+                created = await self._logs.create_topic(name, self._config.get_int("num.partitions"))
             except TopicExistsError:
                 return self.require(name)
             except KafkaStorageError as exc:
@@ -94,6 +100,8 @@ class TopicService:
                 # retries, and a later Metadata creates it once the disk has room.
                 log.warning("auto-creating topic %s failed: %s", name, exc)
                 raise unknown_partition() from None
+            self._changed()
+            return created
 
     # CreateTopics ------------------------------------------------------------------------------
     async def create(self, name: str, partitions: int, replication_factor: int,
@@ -109,6 +117,7 @@ class TopicService:
                                f"Topic '{name}' already exists.") from None
         except KafkaStorageError as exc:
             raise ServiceError(ErrorCode.kafka_storage_error, str(exc)) from None
+        self._changed()
         return NewTopic(name, topic.partitions, topic.replication_factor, topic.configs,
                         info.topic_id)
 
@@ -182,6 +191,7 @@ class TopicService:
             raise ServiceError(INTERNAL_TOPIC_REFUSED,
                                f"Internal topic {info.name} cannot be deleted.")
         await self._logs.delete_topic(info.name)
+        self._changed()
         return info
 
     # CreatePartitions --------------------------------------------------------------------------
@@ -208,6 +218,7 @@ class TopicService:
                 f"{len(assignments)} assignment(s) were specified on broker {node}."))
         if not validate_only:
             await self._logs.create_partitions(name, count)
+            self._changed()
 
     # Configs -----------------------------------------------------------------------------------
     def config_entries(self, name: str, keys: set[str] | None = None) -> list[dict[str, Any]]:

@@ -16,18 +16,21 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kafkette.coordinator.assignor.spec import Assignment, SubscriptionType
 from kafkette.coordinator.errors import (
+    FENCED_MEMBER_EPOCH,
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,
+    STALE_MEMBER_EPOCH,
     UNKNOWN_MEMBER_ID,
+    UNSUPPORTED_VERSION,
     CoordinatorError,
 )
 from kafkette.protocol import consumer_group_records as cgr
 
 from . import records
-from .errors import FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNSUPPORTED_VERSION
 from .member import ConsumerGroupMember, assignment_from_records
 from .records import Record
 from .target import subscribed_topic_names, subscription_type
@@ -169,6 +172,14 @@ class ConsumerGroup:
 
     def is_subscribed_to_topic(self, name: str) -> bool:
         return self.subscribed_topic_names()[name] > 0
+
+    is_subscribed_to = is_subscribed_to_topic  # OffsetMetadataManager.delete's duck type
+
+    @staticmethod
+    def offset_expiration_base() -> Callable[[Any], int]:
+        """Offsets of a consumer group expire counting from their commit (Kafka's
+        ConsumerGroup.offsetExpirationCondition); subscribed topics' offsets never do."""
+        return lambda value: value.commit_timestamp
 
     def compute_subscription_metadata(self, lookup: TopicLookup,
                                       updated: ConsumerGroupMember | None = None,

@@ -30,11 +30,12 @@ from kafkette.coordinator.errors import (
     INVALID_REQUEST,
     UNKNOWN_MEMBER_ID,
     UNKNOWN_SERVER_ERROR,
+    UNRELEASED_INSTANCE_ID,
+    UNSUPPORTED_ASSIGNOR,
     CoordinatorError,
 )
 
 from . import records
-from .errors import UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR
 from .group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -221,12 +222,7 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
     if not request.member_id:  # heartbeat v0: the coordinator names the member
         request = replace(request, member_id=str(uuid.uuid4()))
 
-    if metadata_changed is None:
-        metadata_changed = bool(group.members) and group.subscription_metadata_changed(
-            group.compute_subscription_metadata(lookup))
-
     out: list[Record] = []
-    group_id = group.group_id
     member, replaced_id = _existing_member(group, request, out)
     updated = member.with_request(
         instance_id=request.instance_id, rack_id=request.rack_id,
@@ -235,6 +231,46 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
         subscribed_topic_regex=request.subscribed_topic_regex,
         server_assignor=request.server_assignor,
         client_id=request.client_id, client_host=request.client_host)
+    applied = apply_member_update(group, member, updated, replaced_id, request.owned, settings,
+                                  lookup, out, metadata_version=metadata_version,
+                                  metadata_changed=metadata_changed)
+    result_member = applied.member
+    arm_rebalance = applied.arm_rebalance_timeout_ms
+    cancel_rebalance = applied.cancel_rebalance_timeout
+    refresh = applied.regex_refresh_needed
+
+    full = request.member_epoch == 0 or (
+        request.rebalance_timeout_ms != -1 and request.owned is not None
+        and (request.subscribed_topic_names is not None
+             or request.subscribed_topic_regex is not None))
+    changed = result_member.assigned_partitions != member.assigned_partitions
+    return HeartbeatResult(
+        records=out, member_id=result_member.member_id, member_epoch=result_member.member_epoch,
+        heartbeat_interval_ms=settings.heartbeat_interval_ms,
+        assignment=result_member.assigned_partitions if full or changed else None,
+        arm_rebalance_timeout_ms=arm_rebalance, cancel_rebalance_timeout=cancel_rebalance,
+        replaced_member_id=replaced_id, regex_refresh_needed=refresh)
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedUpdate:
+    member: ConsumerGroupMember  # reconciled
+    arm_rebalance_timeout_ms: int | None
+    cancel_rebalance_timeout: bool
+    regex_refresh_needed: bool
+
+
+def apply_member_update(group: ConsumerGroup, member: ConsumerGroupMember,
+                        updated: ConsumerGroupMember, replaced_id: str | None,
+                        owned: Assignment | None, settings: HeartbeatSettings,
+                        lookup: TopicLookup, out: list[Record], *, metadata_version: int = 0,
+                        metadata_changed: bool | None = None) -> AppliedUpdate:
+    """Steps 1-3 of a heartbeat (or of a classic JoinGroup to a consumer group) once the member
+    is known: member record, epoch bump, new target, reconciliation; records go to ``out``."""
+    if metadata_changed is None:
+        metadata_changed = bool(group.members) and group.subscription_metadata_changed(
+            group.compute_subscription_metadata(lookup))
+    group_id = group.group_id
 
     # 1. member record; bump on a new group or changed topic names / regex resolution
     bump = group.group_epoch == 0
@@ -272,7 +308,7 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
     cancel_rebalance = False
     if not updated.is_reconciled_to(target_epoch):
         reconciled = reconcile(updated, target_epoch, target,
-                               _partition_epoch_without(group, replaced_id), request.owned)
+                               _partition_epoch_without(group, replaced_id), owned)
         if reconciled != updated:
             out.append(records.current_assignment(group_id, reconciled))
             if not reconciled.uses_classic_protocol:
@@ -281,18 +317,7 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
                 else:
                     cancel_rebalance = True
         result_member = reconciled
-
-    full = request.member_epoch == 0 or (
-        request.rebalance_timeout_ms != -1 and request.owned is not None
-        and (request.subscribed_topic_names is not None
-             or request.subscribed_topic_regex is not None))
-    changed = result_member.assigned_partitions != member.assigned_partitions
-    return HeartbeatResult(
-        records=out, member_id=result_member.member_id, member_epoch=result_member.member_epoch,
-        heartbeat_interval_ms=settings.heartbeat_interval_ms,
-        assignment=result_member.assigned_partitions if full or changed else None,
-        arm_rebalance_timeout_ms=arm_rebalance, cancel_rebalance_timeout=cancel_rebalance,
-        replaced_member_id=replaced_id, regex_refresh_needed=refresh)
+    return AppliedUpdate(result_member, arm_rebalance, cancel_rebalance, refresh)
 
 
 def _partition_epoch_without(group: ConsumerGroup, replaced_id: str | None):

@@ -11,25 +11,21 @@ The classic group objects stay the runtime's: callers pass plain member views.
 from __future__ import annotations
 
 import contextlib
-import io
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.consumer_protocol_assignment.v0 import data as _a0
-from kio.schema.consumer_protocol_assignment.v1 import data as _a1
-from kio.schema.consumer_protocol_assignment.v2 import data as _a2
-from kio.schema.consumer_protocol_assignment.v3 import data as _a3
-from kio.schema.consumer_protocol_subscription.v0 import data as _s0
-from kio.schema.consumer_protocol_subscription.v1 import data as _s1
-from kio.schema.consumer_protocol_subscription.v2 import data as _s2
-from kio.schema.consumer_protocol_subscription.v3 import data as _s3
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i32
-
 from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
+from kafkette.protocol.consumer_protocol import (
+    HIGHEST_VERSION,
+    ConsumerProtocolError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    version_of,
+)
 from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 
 from . import records
@@ -37,53 +33,19 @@ from .group import ConsumerGroup
 from .member import Assignment, ConsumerGroupMember, MemberState, make_assignment
 from .records import Record
 
-# The embedded consumer protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment,
-# kio's generated schemas). The runtime branch adds protocol/consumer_protocol.py with the same
-# reading rules; after the merge the two readers below should use it.
-_SUBSCRIPTIONS = (_s0, _s1, _s2, _s3)
-_ASSIGNMENTS = (_a0, _a1, _a2, _a3)
-HIGHEST_PROTOCOL_VERSION = 3
-
-
-class ConsumerProtocolError(ValueError):
-    """Bytes that are not a consumer-protocol subscription/assignment."""
-
-
-def _read(modules: tuple[Any, ...], name: str, data: bytes) -> tuple[int, Any]:
-    """(version, kio entity); a newer version is read with the newest schema, trailing bytes
-    are ignored, a negative version is an error (Kafka's ConsumerProtocol)."""
-    if len(data) < 2:
-        raise ConsumerProtocolError(f"{name} too short")
-    version = int.from_bytes(data[:2], "big", signed=True)
-    if version < 0:
-        raise ConsumerProtocolError(f"unsupported {name} version {version}")
-    module = modules[min(version, HIGHEST_PROTOCOL_VERSION)]
-    try:
-        value, _end = entity_reader(getattr(module, name))(memoryview(data), 2)
-    except Exception as exc:  # kio raises several types on malformed input
-        raise ConsumerProtocolError(f"malformed {name}: {exc}") from exc
-    return version, value
+HIGHEST_PROTOCOL_VERSION = HIGHEST_VERSION
 
 
 def read_subscription(data: bytes) -> tuple[int, Any]:
-    return _read(_SUBSCRIPTIONS, "ConsumerProtocolSubscription", data)
+    """(version, ConsumerProtocolSubscription) — protocol.consumer_protocol's reading rules."""
+    return version_of(data), decode_subscription(data)
 
 
 def read_assignment(data: bytes) -> tuple[int, Any]:
-    return _read(_ASSIGNMENTS, "ConsumerProtocolAssignment", data)
+    return version_of(data), decode_assignment(data)
 
 
-def write_assignment(partitions: Iterable[tuple[str, Iterable[int]]], version: int) -> bytes:
-    """A ConsumerProtocolAssignment without user data, in ``version``'s schema."""
-    module = _ASSIGNMENTS[min(version, HIGHEST_PROTOCOL_VERSION)]
-    value = module.ConsumerProtocolAssignment(
-        assigned_partitions=tuple(module.TopicPartition(topic=t, partitions=tuple(map(i32, ps)))
-                                  for t, ps in partitions),
-        user_data=None)
-    buf = io.BytesIO()
-    buf.write(version.to_bytes(2, "big", signed=True))
-    entity_writer(module.ConsumerProtocolAssignment)(buf, value)
-    return buf.getvalue()
+write_assignment = encode_assignment
 
 
 def _subscription_version(subscription: bytes) -> int:

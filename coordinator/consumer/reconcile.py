@@ -11,7 +11,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
-from .errors import FENCED_MEMBER_EPOCH, CoordinatorError
+from kafkette.coordinator.errors import FENCED_MEMBER_EPOCH, CoordinatorError
+
 from .member import Assignment, ConsumerGroupMember, MemberState
 
 # (topic id, partition) -> epoch of the member that owns it now, or -1 when nobody does

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from .errors import INVALID_REGULAR_EXPRESSION, CoordinatorError
+from kafkette.coordinator.errors import INVALID_REGULAR_EXPRESSION, CoordinatorError
 
 log = logging.getLogger(__name__)
 

@@ -168,9 +168,11 @@ class Client:
         return [Record(e["partition"], e["offset"], e["key"], e["value"])
                 for e in events if e["event"] == "record"]
 
-    def member(self, bootstrap: str, topic: str, group: str, session_ms: int) -> Member:
-        return Member(self.name, self.command("member", bootstrap, topic, group, str(session_ms)),
-                      env=self.env())
+    def member(self, bootstrap: str, topic: str, group: str, session_ms: int,
+               *protocol: str) -> Member:
+        """``protocol``: nothing (classic) or "consumer" (KIP-848, Java only today)."""
+        return Member(self.name, self.command("member", bootstrap, topic, group, str(session_ms),
+                                              *protocol), env=self.env())
 
 
 class PythonClient(Client):

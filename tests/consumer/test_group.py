@@ -10,11 +10,6 @@ import pytest
 from kafkette.coordinator.assignor import UniformAssignor
 from kafkette.coordinator.assignor.spec import SubscriptionType, make_assignment
 from kafkette.coordinator.consumer import records
-from kafkette.coordinator.consumer.errors import (
-    FENCED_MEMBER_EPOCH,
-    STALE_MEMBER_EPOCH,
-    UNSUPPORTED_VERSION,
-)
 from kafkette.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupState,
@@ -25,9 +20,12 @@ from kafkette.coordinator.consumer.member import ConsumerGroupMember, MemberStat
 from kafkette.coordinator.consumer.reconcile import reconcile
 from kafkette.coordinator.consumer.target import build_target_assignment
 from kafkette.coordinator.errors import (
+    FENCED_MEMBER_EPOCH,
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,
+    STALE_MEMBER_EPOCH,
     UNKNOWN_MEMBER_ID,
+    UNSUPPORTED_VERSION,
     CoordinatorError,
 )
 from kafkette.protocol import consumer_group_records as cgr

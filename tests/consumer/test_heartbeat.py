@@ -11,12 +11,6 @@ import pytest
 
 from kafkette.coordinator.assignor import RangeAssignor, UniformAssignor
 from kafkette.coordinator.assignor.spec import make_assignment
-from kafkette.coordinator.consumer.errors import (
-    FENCED_MEMBER_EPOCH,
-    INVALID_REGULAR_EXPRESSION,
-    UNRELEASED_INSTANCE_ID,
-    UNSUPPORTED_ASSIGNOR,
-)
 from kafkette.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupState,
@@ -32,10 +26,14 @@ from kafkette.coordinator.consumer.heartbeat import (
 from kafkette.coordinator.consumer.member import MemberState
 from kafkette.coordinator.errors import (
     FENCED_INSTANCE_ID,
+    FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,
     GROUP_MAX_SIZE_REACHED,
+    INVALID_REGULAR_EXPRESSION,
     INVALID_REQUEST,
     UNKNOWN_MEMBER_ID,
+    UNRELEASED_INSTANCE_ID,
+    UNSUPPORTED_ASSIGNOR,
     CoordinatorError,
 )
 from kafkette.protocol import consumer_group_records as cgr

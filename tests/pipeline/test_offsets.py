@@ -10,6 +10,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from kafkette.pipeline.offsets import SCHEMA, decode_arrow, parse_assignment  # noqa: E402
+from kafkette.protocol import consumer_group_records as cgr  # noqa: E402
 from kafkette.protocol import group_records as gr  # noqa: E402
 
 T = 1_700_000_000_000
@@ -45,13 +46,19 @@ def test_commits_groups_tombstones_and_unknown_records() -> None:
         (key, gr.encode_value(gr.OffsetCommitValue(42, 5, "meta", T + 1))),
         (key, gr.encode_value(gr.OffsetCommitValue(43, -1, "", T + 2, T + 99))),  # v1 value
         (key, None),  # offset deleted
-        (struct.pack(">h", 3) + b"\x00\x01g", b"\x00\x00"),  # KIP-848 record: skipped
+        (cgr.encode_key(cgr.ConsumerGroupMetadataKey("cg")),  # KIP-848 group epoch: a row
+         cgr.encode_value(cgr.ConsumerGroupMetadataValue(4))),
+        (cgr.encode_key(cgr.ConsumerGroupTargetAssignmentMetadataKey("cg")),  # skipped
+         cgr.encode_value(cgr.ConsumerGroupTargetAssignmentMetadataValue(4))),
         (b"\x00", b"junk"),  # undecodable: skipped with a warning
         (gr.encode_key(gr.GroupMetadataKey("g")), None),  # group deleted
     ]
     rows = _rows(records)
-    assert [r["kind"] for r in rows] == ["group", "commit", "commit", "commit", "group"]
-    group, c1, c2, c3, dead = rows
+    assert [r["kind"] for r in rows] == ["group", "commit", "commit", "commit", "group", "group"]
+    group, c1, c2, c3, consumer_group, dead = rows
+    assert (consumer_group["group"], consumer_group["protocol_type"],
+            consumer_group["generation"], consumer_group["tombstone"]) == ("cg", "consumer", 4,
+                                                                           False)
     assert (group["generation"], group["protocol"], group["leader"], group["member_count"]) == (
         3, "range", "m-1", 1)
     assert group["state_time"] == dt.datetime.fromtimestamp((T - 5) / 1000, dt.UTC)
@@ -64,7 +71,7 @@ def test_commits_groups_tombstones_and_unknown_records() -> None:
                                                                     False, 1)
     assert c2["expire_time"] == dt.datetime.fromtimestamp((T + 99) / 1000, dt.UTC)
     assert c3["tombstone"] and c3["committed_offset"] is None
-    assert dead["tombstone"] and dead["generation"] is None and dead["log_offset"] == 6
+    assert dead["tombstone"] and dead["generation"] is None and dead["log_offset"] == 7
 
 
 def test_parse_assignment_is_lenient() -> None:

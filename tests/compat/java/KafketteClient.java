@@ -79,7 +79,8 @@ public final class KafketteClient {
             case "metadata" -> metadata(bootstrap, topic);
             case "produce" -> produce(bootstrap, topic, Integer.parseInt(args[3]), args[4], Integer.parseInt(args[5]));
             case "consume" -> consume(bootstrap, topic, Integer.parseInt(args[3]));
-            case "member" -> member(bootstrap, topic, args[3], Integer.parseInt(args[4]));
+            case "member" -> member(bootstrap, topic, args[3], Integer.parseInt(args[4]),
+                    args.length > 5 ? args[5] : "classic");
             default -> throw new IllegalArgumentException(cmd);
         }
         emit("done", "");
@@ -132,14 +133,19 @@ public final class KafketteClient {
         }
     }
 
-    static void member(String bootstrap, String topic, String group, int sessionMs) throws Exception {
+    static void member(String bootstrap, String topic, String group, int sessionMs, String protocol) throws Exception {
         Properties p = base(bootstrap);
         p.put("group.id", group);
         p.put("client.id", "java-" + group);
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
-        p.put("session.timeout.ms", Integer.toString(sessionMs));
-        p.put("heartbeat.interval.ms", Integer.toString(Math.max(sessionMs / 5, 50)));
+        if (protocol.equals("consumer")) {
+            // KIP-848: the broker owns the session timeout, heartbeat interval and assignment
+            p.put("group.protocol", "consumer");
+        } else {
+            p.put("session.timeout.ms", Integer.toString(sessionMs));
+            p.put("heartbeat.interval.ms", Integer.toString(Math.max(sessionMs / 5, 50)));
+        }
         p.put("max.poll.interval.ms", "10000");
         ConcurrentLinkedQueue<String> commands = new ConcurrentLinkedQueue<>();
         Thread reader = new Thread(() -> {
