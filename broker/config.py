@@ -68,6 +68,12 @@ DEFAULTS: dict[str, str] = {
     "group.coordinator.append.linger.ms": "10",
     "offsets.topic.compression.codec": "0",
     "offsets.load.buffer.size": "5242880",
+    # Transaction coordinator (Kafka's defaults)
+    "transaction.state.log.num.partitions": "50",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.segment.bytes": "104857600",
+    "transaction.max.timeout.ms": "900000",
+    "transactional.id.expiration.ms": "604800000",
 }
 
 

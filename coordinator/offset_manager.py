@@ -74,6 +74,10 @@ class OffsetMetadataManager:
         # OffsetCommitKey bytes without the partition -> the partition dict those keys fill
         # (valid while that dict and its group exist: cleared whenever one is removed)
         self.parts_by_prefix: dict[bytes, dict[int, bytes]] = {}
+        # producer id -> offset key bytes -> (key, value bytes): TxnOffsetCommit records waiting
+        # for their transaction's marker
+        self.pending: dict[int, dict[bytes, tuple[OffsetCommitKey, bytes]]] = {}
+        self.producer_epochs: dict[int, int] = {}  # latest epoch seen per transactional producer
 
     # Replay ----------------------------------------------------------------------------------
     def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes) -> None:
@@ -227,3 +231,33 @@ class OffsetMetadataManager:
                 else:
                     all_expired = False
         return all_expired
+
+
+    # Transactional offsets -------------------------------------------------------------------
+    def replay_pending(self, producer_id: int, epoch: int, key: OffsetCommitKey,
+                       key_bytes: bytes, value: bytes | None) -> None:
+        self.see_epoch(producer_id, epoch)
+        if value is None:
+            self.pending.get(producer_id, {}).pop(key_bytes, None)
+            return
+        self.pending.setdefault(producer_id, {})[key_bytes] = (key, value)
+
+    def see_epoch(self, producer_id: int, epoch: int) -> None:
+        if epoch > self.producer_epochs.get(producer_id, -1):
+            self.producer_epochs[producer_id] = epoch
+
+    def fenced(self, producer_id: int, epoch: int) -> bool:
+        """A transactional producer older than the last epoch this partition saw."""
+        return epoch < self.producer_epochs.get(producer_id, -1)
+
+    def end_pending(self, producer_id: int, epoch: int
+                    ) -> list[tuple[OffsetCommitKey, bytes, bytes]]:
+        """The pending offsets of a transaction, now ended by a marker of ``epoch``:
+        (key, key bytes, value)."""
+        self.see_epoch(producer_id, epoch)
+        return [(k, kb, v) for kb, (k, v) in self.pending.pop(producer_id, {}).items()]
+
+    def unstable(self, group_id: str) -> set[tuple[str, int]]:
+        """(topic, partition) of the group with a transactional commit still pending."""
+        return {(k.topic, k.partition) for entries in self.pending.values()
+                for k, _v in entries.values() if k.group == group_id}

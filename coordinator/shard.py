@@ -22,7 +22,7 @@ from . import records as R
 from .config import CoordinatorConfig
 from .group import GroupState
 from .group_manager import GroupMetadataManager
-from .log import RawRecord
+from .log import RawRecord, TxnMarker, TxnRecordKey
 from .offset_manager import (
     MIN_LENGTH_BY_VERSION,
     NOT_AN_OFFSET,
@@ -96,6 +96,9 @@ class GroupCoordinatorShard:
         return count
 
     def _replay_decoded(self, key_bytes: bytes, value: bytes | None) -> None:
+        if type(key_bytes) is not bytes:  # TxnRecordKey / TxnMarker (coordinator/log.py)
+            self._replay_transactional(key_bytes, value)
+            return
         try:
             key = decode_key(key_bytes)
             if isinstance(key, GroupMetadataKey):
@@ -116,6 +119,28 @@ class GroupCoordinatorShard:
             return
         self.group_manager.ensure_group(key.group)
         self.offset_manager.replay_commit(key, key_bytes, value)
+
+    def _replay_transactional(self, key: object, value: bytes | None) -> None:
+        """A transactional offset commit stays pending until its marker: COMMIT materialises
+        it as a plain commit, ABORT drops it (Kafka's replayEndTransactionMarker)."""
+        if isinstance(key, TxnMarker):
+            for okey, key_bytes, data in self.offset_manager.end_pending(key.producer_id,
+                                                                         key.producer_epoch):
+                if key.commit:
+                    self.group_manager.ensure_group(okey.group)
+                    self.offset_manager.replay_commit(okey, key_bytes, data)
+            return
+        if not isinstance(key, TxnRecordKey):
+            return
+        try:
+            decoded = decode_key(key.key)
+        except RecordDecodeError as exc:
+            log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition,
+                        exc)
+            return
+        if isinstance(decoded, OffsetCommitKey):
+            self.offset_manager.replay_pending(key.producer_id, key.producer_epoch, decoded,
+                                               key.key, value)
 
     # Classic group membership (writes) -------------------------------------------------------
     def join_group(self, request: JoinRequest) -> Result:
@@ -175,6 +200,36 @@ class GroupCoordinatorShard:
             log.info("__consumer_offsets-%d: deleting %d offsets of deleted partitions",
                      self.partition, len(records))
         return Result(records, len(records))
+
+    # Transactions (writes) -------------------------------------------------------------------
+    def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                           generation: int, member_id: str, instance_id: str | None,
+                           partitions: list[CommitPartition]) -> Result:
+        """TxnOffsetCommit: checked like OffsetCommit, written in the producer's transaction
+        (pending until its marker). Response: per-partition errors."""
+        if self.offset_manager.fenced(producer_id, producer_epoch):
+            return Result((), [E.PRODUCER_FENCED] * len(partitions))
+        group = self.groups.get(group_id)
+        result = self.offset_manager.commit(group, group_id, generation, member_id, instance_id,
+                                            -1, partitions, 0, self.context.now_ms())
+        records = [(TxnRecordKey(producer_id, producer_epoch, k), v) for k, v in result.records]
+        return Result(records, result.response)
+
+    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> Result:
+        """The transaction's marker on this partition (Kafka's scheduleTransactionCompletion)."""
+        return Result([(TxnMarker(producer_id, producer_epoch, commit), None)], None)
+
+    def fetch_stable_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
+                             ) -> list[FetchedTopic]:
+        """fetch_offsets with require_stable: a partition with a pending transactional commit
+        answers UNSTABLE_OFFSET_COMMIT."""
+        rows = self.fetch_offsets(group_id, topics)
+        unstable = self.offset_manager.unstable(group_id)
+        if not unstable:
+            return rows
+        return [(topic, [(p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT) if (topic, p) in unstable
+                         else (p, o, ep, md, err) for p, o, ep, md, err in parts])
+                for topic, parts in rows]
 
     # Reads -----------------------------------------------------------------------------------
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkette.protocol.control_records import control_type
 from kafkette.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -268,6 +269,9 @@ class PartitionLog:
             seg.add(last, seg.size, h.max_timestamp)
             seg.size += size
             self.producers.update(h, base, last)
+            if h.attributes & 0x10:  # transactional
+                self.producers.on_batch(h, base, last, control_type(view[pos:pos + size])
+                                        if h.attributes & 0x20 else -1)
             self._next = last + 1
             records += h.records_count
             pos += size
@@ -429,11 +433,19 @@ class PartitionLog:
                 f"offset {offset} is out of range [{self._log_start}, {self._hw}] for "
                 f"{self.topic}-{self.partition}")
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> LogSlice | None:
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: below it no transaction is open (the high watermark when none is)."""
+        first = self.producers.first_unstable_offset()
+        return self._hw if first is None or first > self._hw else first
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
+             upto: int | None = None) -> LogSlice | None:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` (at least one batch
-        when ``min_one``) and only below the high watermark; None when there is nothing yet."""
+        when ``min_one``) and only below the high watermark (or ``upto``, the LSO of a
+        read_committed fetch); None when there is nothing yet."""
         self.check_offset(offset)
-        hw = self._hw
+        hw = self._hw if upto is None else min(upto, self._hw)
         if offset >= hw:
             return None
         idx = max(bisect_right(self._bases, offset) - 1, 0)

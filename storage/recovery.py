@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
+from kafkette.protocol.control_records import control_type
 from kafkette.protocol.records import BatchHeader
 
 from .producer_state import ProducerStateTable
 from .segment import Segment, scan_segment, segment_name
 from .topic_config import LogConfig
-
 
 
 class PartitionLog(Protocol):
@@ -146,6 +146,12 @@ def _indexer(plog: PartitionLog, seg: Segment) -> Callable[[BatchHeader, int], N
     def on_batch(header: BatchHeader, position: int) -> None:
         seg.add(header.last_offset, position, header.max_timestamp)
         plog.producers.update(header, header.base_offset, header.last_offset)
+        if header.is_transactional:
+            kind = -1
+            if header.is_control:
+                assert seg.fd is not None
+                kind = control_type(os.pread(seg.fd, min(header.size, 128), position))
+            plog.producers.on_batch(header, header.base_offset, header.last_offset, kind)
 
     return on_batch
 

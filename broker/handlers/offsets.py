@@ -77,12 +77,14 @@ async def handle_offset_fetch(ctx: RequestContext, req):
         group_cls = item_type(cls, "groups")
         out = []
         for g in req.groups:
-            error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics))
+            error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics),
+                                                    req.require_stable)
             out.append(make(group_cls, group_id=g.group_id, error_code=ErrorCode(error),
                             topics=_topics(group_cls, rows if error == E.NONE else [])))
         return ctx.respond(throttle_time=ZERO, groups=tuple(out))
     topics = req.topics if v >= 2 else (req.topics or ())
-    error, rows = await coord.fetch_offsets(req.group_id, _wanted(topics))
+    error, rows = await coord.fetch_offsets(req.group_id, _wanted(topics),
+                                            getattr(req, "require_stable", False))
     if v < 2:
         return ctx.respond(topics=_topics(cls, rows, copy_error=error if error else None))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error),

@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..offsets_log import start_coordinator
+from .transactions import start_transaction_coordinator
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.transaction.service import TransactionCoordinator
     from kafkette.storage.topics import LogManager
 
 
@@ -22,13 +24,21 @@ class GroupService:
         self._clock = clock
         self._advertised = advertised
         self.coordinator: GroupCoordinator | None = None
+        # the transaction coordinator, started after the group coordinator (its markers reach
+        # __consumer_offsets through it); None until loaded
+        self.transactions: TransactionCoordinator | None = None
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
                                              self._advertised)
+        self.transactions = await start_transaction_coordinator(
+            self._logs, self._config, self._clock, lambda: self.coordinator)
 
     async def stop(self) -> None:
+        txn, self.transactions = self.transactions, None
+        if txn is not None:
+            await txn.stop()
         coord, self.coordinator = self.coordinator, None
         if coord is not None:
             await coord.stop()

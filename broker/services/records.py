@@ -40,6 +40,9 @@ class RecordService:
             raise unknown_partition()
         return plog
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        return self._logs.get_partition(topic, partition) is not None
+
     def _internal(self, topic: str) -> bool:
         info = self._logs.topic(topic)
         return info is not None and info.internal

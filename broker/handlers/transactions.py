@@ -1,0 +1,94 @@
+"""The transaction APIs of transaction version 1: AddPartitionsToTxn (24) v0-3,
+AddOffsetsToTxn (25) v0-4, EndTxn (26) v0-4, TxnOffsetCommit (28) v0-4. The KIP-890 versions
+(AddPartitionsToTxn v4+ verify-only, EndTxn v5+, TxnOffsetCommit v5) are not advertised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkette.coordinator.offset_manager import CommitPartition
+from kafkette.coordinator.transaction import errors as TE
+from kafkette.protocol.build import item_type, make
+
+from ..context import RequestContext
+from ..registry import api
+from ._groups_common import ZERO, coordinator
+
+
+def transactions(ctx: RequestContext) -> Any:
+    """The transaction coordinator, or None before it has loaded."""
+    return ctx.services.groups.transactions
+
+
+@api(24, 0, 3)
+async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any):
+    v = ctx.api_version
+    wanted = {t.name: set(t.partitions) for t in req.v3_and_below_topics}
+    missing = {(name, p) for name, parts in wanted.items() for p in parts
+               if not ctx.services.records.has_partition(name, p)}
+    coord = transactions(ctx)
+    if coord is None:
+        error = TE.COORDINATOR_NOT_AVAILABLE
+    elif missing:
+        error = TE.OPERATION_NOT_ATTEMPTED
+    else:
+        error = await coord.add_partitions(req.v3_and_below_transactional_id,
+                                           req.v3_and_below_producer_id,
+                                           req.v3_and_below_producer_epoch, wanted)
+        error = TE.fenced_for(error, v, 2)
+    topic_cls = item_type(ctx.response_type, "results_by_topic_v3_and_below")
+    part_cls = item_type(topic_cls, "results_by_partition")
+    return ctx.respond(throttle_time=ZERO, results_by_topic_v3_and_below=tuple(
+        make(topic_cls, name=t.name, results_by_partition=tuple(
+            make(part_cls, partition_index=p, partition_error_code=ErrorCode(
+                TE.UNKNOWN_TOPIC_OR_PARTITION if (t.name, p) in missing else error))
+            for p in t.partitions))
+        for t in req.v3_and_below_topics))
+
+
+@api(25, 0, 4)
+async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any):
+    coord = transactions(ctx)
+    if coord is None:
+        error = TE.COORDINATOR_NOT_AVAILABLE
+    else:
+        groups = coordinator(ctx)
+        partition = groups.partition_for(req.group_id)
+        error = await coord.add_partitions(req.transactional_id, req.producer_id,
+                                           req.producer_epoch,
+                                           {"__consumer_offsets": {partition}})
+        error = TE.fenced_for(error, ctx.api_version, 2)
+    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
+
+
+@api(26, 0, 4)
+async def handle_end_txn(ctx: RequestContext, req: Any):
+    coord = transactions(ctx)
+    if coord is None:
+        error = TE.COORDINATOR_NOT_AVAILABLE
+    else:
+        error = await coord.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                    req.committed)
+        error = TE.fenced_for(error, ctx.api_version, 2)
+    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
+
+
+@api(28, 0, 4)
+async def handle_txn_offset_commit(ctx: RequestContext, req: Any):
+    v = ctx.api_version
+    partitions = [CommitPartition(t.name, p.partition_index, p.committed_offset,
+                                  getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
+                  for t in req.topics for p in t.partitions]
+    codes = await coordinator(ctx).txn_commit_offsets(
+        req.group_id, req.producer_id, req.producer_epoch, getattr(req, "generation_id", -1),
+        getattr(req, "member_id", ""), getattr(req, "group_instance_id", None), partitions)
+    answers = iter(TE.fenced_for(c, v, 3) for c in codes)
+    topic_cls = item_type(ctx.response_type, "topics")
+    part_cls = item_type(topic_cls, "partitions")
+    return ctx.respond(throttle_time=ZERO, topics=tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p.partition_index, error_code=ErrorCode(next(answers)))
+            for p in t.partitions))
+        for t in req.topics))
