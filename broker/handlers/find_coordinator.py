@@ -18,11 +18,11 @@ COORDINATOR_NOT_AVAILABLE = 15
 def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str, int]:
     if key_type != TRANSACTION:
         return coordinator(ctx).find_coordinator(key, key_type)
-    txn = ctx.services.groups.transactions
+    txn = ctx.services.groups.transaction_coordinator()
     error = COORDINATOR_NOT_AVAILABLE if txn is None else txn.find_coordinator(key)
     if error:
         return error, -1, "", -1
-    host, port = ctx.cluster.advertised()
+    host, port = ctx.cluster.advertised
     return 0, ctx.cluster.node_id, host, port
 
 

@@ -20,7 +20,7 @@ from ._groups_common import ms
 async def handle_init_producer_id(ctx: RequestContext, req: Any):
     cls = ctx.response_type
     if req.transactional_id is not None:
-        coord = ctx.services.groups.transactions
+        coord = ctx.services.groups.transaction_coordinator()
         if coord is None:
             error, pid, epoch = TE.COORDINATOR_NOT_AVAILABLE, -1, -1
         else:

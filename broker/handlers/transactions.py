@@ -19,7 +19,7 @@ from ._groups_common import ZERO, coordinator
 
 def transactions(ctx: RequestContext) -> Any:
     """The transaction coordinator, or None before it has loaded."""
-    return ctx.services.groups.transactions
+    return ctx.services.groups.transaction_coordinator()
 
 
 @api(24, 0, 3)

@@ -89,10 +89,13 @@ class RecordService:
         return FetchSession(self._logs, topics)
 
     # ListOffsets / OffsetForLeaderEpoch / DeleteRecords ----------------------------------------
-    async def list_offset(self, topic: str, partition: int, timestamp: int
-                          ) -> tuple[int, int, int]:
-        """(timestamp, offset, leader epoch) as Kafka answers ListOffsets."""
+    async def list_offset(self, topic: str, partition: int, timestamp: int,
+                          read_committed: bool = False) -> tuple[int, int, int]:
+        """(timestamp, offset, leader epoch) as Kafka answers ListOffsets (LATEST of a
+        read_committed request: the last stable offset)."""
         plog = self._partition(topic, partition)
+        if read_committed and timestamp == LATEST:
+            return -1, plog.last_stable_offset, LEADER_EPOCH
         if timestamp >= 0 or timestamp == MAX_TIMESTAMP:
             # Reads a batch from the segment file: keep it off the event loop.
             return await asyncio.to_thread(_lookup, plog, timestamp)
@@ -170,6 +173,8 @@ class PartitionRead:
     high_watermark: int = -1
     log_start_offset: int = -1
     records: LogSlice | None = None
+    last_stable_offset: int = -1  # -1: the high watermark (no open transaction)
+    aborted: list[Any] | None = None  # read_committed: AbortedTxn of the range
 
 
 @dataclass(slots=True)
@@ -208,9 +213,11 @@ class FetchSession:
                     targets.append(_Target(p, plog, ErrorCode.none))
             self.topics.append(targets)
 
-    def read(self, max_bytes: int) -> tuple[list[list[PartitionRead]], int, bool]:
+    def read(self, max_bytes: int, read_committed: bool = False
+             ) -> tuple[list[list[PartitionRead]], int, bool]:
         """(reads per topic, record bytes, any partition error); at least one batch is returned
-        even above ``max_bytes`` so consumers make progress (KIP-74)."""
+        even above ``max_bytes`` so consumers make progress (KIP-74). ``read_committed``: up
+        to the last stable offset, with the aborted transactions of the range."""
         remaining = max_bytes
         min_one = True
         total = 0
@@ -227,9 +234,14 @@ class FetchSession:
                 if plog is None:
                     reads.append(PartitionRead(p.partition, t.error))
                     continue
+                lso = plog.last_stable_offset if plog.producers.ongoing else -1
                 try:
                     limit = max(min(p.partition_max_bytes, remaining), 0)
-                    slice_ = plog.read(p.fetch_offset, limit, min_one=min_one)
+                    if read_committed:
+                        slice_ = plog.read(p.fetch_offset, limit, min_one=min_one,
+                                           upto=plog.last_stable_offset)
+                    else:
+                        slice_ = plog.read(p.fetch_offset, limit, min_one=min_one)
                 except OffsetOutOfRangeError:
                     reads.append(PartitionRead(p.partition, ErrorCode.offset_out_of_range))
                     error = True
@@ -238,8 +250,12 @@ class FetchSession:
                     min_one = False
                     remaining -= slice_.size
                     total += slice_.size
-                reads.append(PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
-                                           plog.log_start_offset, slice_))
+                read = PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
+                                     plog.log_start_offset, slice_, lso)
+                if read_committed and slice_ is not None and plog.producers.aborted:
+                    read.aborted = plog.producers.aborted_in(p.fetch_offset,
+                                                             plog.last_stable_offset)
+                reads.append(read)
             out.append(reads)
         return out, total, error
 
