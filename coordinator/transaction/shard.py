@@ -76,6 +76,7 @@ class TransactionShard:
         self.config = config
         self.transactions: dict[str, TxnMetadata] = {}
         self._marker_tasks: set[asyncio.Task] = set()
+        self._alive = True
 
     # Lifecycle / replay ----------------------------------------------------------------------
     def on_loaded(self) -> None:
@@ -86,6 +87,7 @@ class TransactionShard:
                 self._send_markers(md.transactional_id)
 
     def on_unloaded(self, error: int) -> None:
+        self._alive = False
         for md in self.transactions.values():
             self.context.cancel(("txn-timeout", md.transactional_id))
         for task in self._marker_tasks:
@@ -245,9 +247,22 @@ class TransactionShard:
                 self.context.schedule(("txn-markers", tid), MARKER_RETRY_MS,
                                       lambda s: s._retry_markers(tid))
                 return
-            self.context.schedule(("txn-complete", tid), 0,
-                                  lambda s: s._complete(tid, md.producer_id, md.producer_epoch))
+            self._write_now(lambda s: s._complete(tid, md.producer_id, md.producer_epoch))
         task.add_done_callback(done)
+
+    def _write_now(self, op: Callable[[TransactionShard], Result]) -> None:
+        """Run a write op of this shard's own (not on a timer: a test's manual clock must not
+        hold a completion back); dropped once the shard is unloaded."""
+        if not self._alive:
+            return
+        try:
+            _response, waiter = self.context.write(op)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - the shard is reloading: it resumes on load
+            log.debug("__transaction_state-%d: completing a transaction failed: %r",
+                      self.partition, exc)
+            return
+        if waiter is not None:
+            waiter.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def _markers(self, pid: int, epoch: int, commit: bool,
                        partitions: dict[str, set[int]]) -> None:
