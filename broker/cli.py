@@ -21,9 +21,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
     serve.add_argument("--log-level", default="INFO")
-    from . import admin_cli  # small; its parser must be listed in --help
+    from . import admin_cli, transactions_cli  # small; their parsers are listed in --help
 
     admin_cli.add_parser(sub)
+    transactions_cli.add_parser(sub)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import admin_cli
 
         return admin_cli.run(args)
+    if args.command == "transactions":
+        from . import transactions_cli
+
+        return transactions_cli.run(args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":

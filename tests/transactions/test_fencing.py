@@ -152,3 +152,43 @@ def test_require_stable_while_a_transactional_commit_is_pending(kafka_broker_fac
         while _fetch(w, require_stable=True)[0] != 0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _fetch(w, require_stable=True) == (0, 5)
+
+
+def test_transactions_cli_and_admin_apis(kafka_broker_factory) -> None:
+    import argparse
+    import io
+
+    from kafkette.broker import transactions_cli
+
+    broker = kafka_broker_factory(FAST)
+    create_topic(broker.bootstrap, "cli")
+    producer = txn_producer(broker.bootstrap, "cli-app")
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    producer.produce("cli", b"x")
+    producer.flush(10)
+
+    def run(action: str, **extra: str) -> str:
+        out = io.StringIO()
+        args = argparse.Namespace(bootstrap_server=broker.bootstrap, action=action, **extra)
+        assert transactions_cli.run(args, out) == 0
+        return out.getvalue()
+
+    listed = run("list").splitlines()
+    assert listed[0].split() == ["TransactionalId", "Coordinator", "ProducerId",
+                                 "TransactionState"]
+    assert listed[1].split()[0] == "cli-app" and listed[1].split()[-1] == "Ongoing"
+    described = run("describe", transactional_id="cli-app").splitlines()[1].split()
+    assert described[4] == "Ongoing" and described[-1] == "cli-0"
+    producer.commit_transaction(20)  # answered once PrepareCommit is durable; markers follow
+    deadline = time.monotonic() + 10
+    while run("list").splitlines()[1].split()[-1] != "CompleteCommit" and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert run("list").splitlines()[1].split()[-1] == "CompleteCommit"
+    with WireClient(broker.bootstrap) as w:
+        missing = w.request(65, 0, transactional_ids=("nobody",)).transaction_states[0]
+        assert missing.error_code == 105  # TRANSACTIONAL_ID_NOT_FOUND
+        r = w.request(66, 1, state_filters=("Ongoing", "Bogus"), producer_id_filters=(),
+                      duration_filter=-1)
+        assert r.unknown_state_filters == ("Bogus",) and r.transaction_states == ()
