@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import struct
 import sys
 from typing import Any, TextIO
+
+from kio.schema.errors import ErrorCode
+
+from kafkette.protocol.build import make
+from kafkette.protocol.codec import request_type
 
 from .wire_client import WireClient
 
@@ -46,21 +52,64 @@ def _list(w: WireClient, out: TextIO) -> int:
     return 0
 
 
+def describe_transaction(w: WireClient, tid: str) -> dict[str, Any]:
+    """One DescribeTransactions v0 answer, decoded here: kio refuses the start time -1 that
+    Kafka (and kafkette) send for a transactional id with no transaction open."""
+    w.send(DESCRIBE_TRANSACTIONS, 0, make(request_type(DESCRIBE_TRANSACTIONS, 0),
+                                          transactional_ids=(tid,)))
+    r = _Reader(w.read_frame())
+    r.pos = 4 + 1 + 4  # correlation id, header tags, throttle time
+    r.uvarint()  # one state
+    state: dict[str, Any] = {"error": r.int(">h"), "tid": r.string(), "state": r.string(),
+                             "timeout_ms": r.int(">i"), "start_ms": r.int(">q"),
+                             "producer_id": r.int(">q"), "epoch": r.int(">h")}
+    partitions = []
+    for _ in range(r.uvarint() - 1):
+        topic = r.string()
+        partitions += [f"{topic}-{r.int('>i')}" for _ in range(r.uvarint() - 1)]
+        r.uvarint()  # tags
+    state["partitions"] = partitions
+    return state
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def int(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self.data[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+
+    def string(self) -> str:
+        n = self.uvarint() - 1
+        self.pos += max(n, 0)
+        return self.data[self.pos - max(n, 0):self.pos].decode()
+
+
 def _describe(w: WireClient, tid: str, out: TextIO) -> int:
-    state = w.request(DESCRIBE_TRANSACTIONS, 0, transactional_ids=(tid,)).transaction_states[0]
-    if state.error_code.value:
-        print(f"error: {state.error_code.name}", file=sys.stderr)
+    state = describe_transaction(w, tid)
+    if state["error"]:
+        print(f"error: {ErrorCode(state['error']).name}", file=sys.stderr)
         return 1
-    start = state.transaction_start_time
-    partitions = ",".join(f"{t.topic}-{p}" for t in state.topics for p in t.partitions)
+    start = state["start_ms"]
     _table([("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
              "TransactionState", "TransactionTimeoutMs", "CurrentTransactionStartTimeMs",
              "TopicPartitions"),
-            ("1", tid, str(state.producer_id), str(state.producer_epoch),
-             state.transaction_state,
-             str(int(state.transaction_timeout.total_seconds() * 1000)),
-             str(int(start.timestamp() * 1000)) if start.timestamp() >= 0 else "None",
-             partitions)], out)
+            ("1", tid, str(state["producer_id"]), str(state["epoch"]), state["state"],
+             str(state["timeout_ms"]), str(start) if start >= 0 else "None",
+             ",".join(state["partitions"]) or "None")], out)
     return 0
 
 

@@ -187,8 +187,8 @@ def test_transactions_cli_and_admin_apis(kafka_broker_factory) -> None:
         time.sleep(0.05)
     assert run("list").splitlines()[1].split()[-1] == "CompleteCommit"
     with WireClient(broker.bootstrap) as w:
-        missing = w.request(65, 0, transactional_ids=("nobody",)).transaction_states[0]
-        assert missing.error_code == 105  # TRANSACTIONAL_ID_NOT_FOUND
+        missing = transactions_cli.describe_transaction(w, "nobody")
+        assert missing["error"] == 105 and missing["start_ms"] == -1  # TRANSACTIONAL_ID_NOT_FOUND
         r = w.request(66, 1, state_filters=("Ongoing", "Bogus"), producer_id_filters=(),
                       duration_filter=-1)
         assert r.unknown_state_filters == ("Bogus",) and r.transaction_states == ()
