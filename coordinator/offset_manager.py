@@ -142,11 +142,14 @@ class OffsetMetadataManager:
     # Writes ----------------------------------------------------------------------------------
     def commit(self, group: ClassicGroup | None, group_id: str, generation: int, member_id: str,
                instance_id: str | None, retention_ms: int, partitions: list[CommitPartition],
-               version: int, now_ms: int) -> Result:
+               version: int, now_ms: int, validate: bool = True) -> Result:
         """Offset records (replayed by the runtime: that creates a simple group) and the
-        per-partition errors. A group is validated by the group itself."""
+        per-partition errors. A group is validated by the group itself (``validate`` False:
+        a transactional commit of an old client, without member and generation)."""
         try:
-            if group is None:
+            if not validate:
+                pass
+            elif group is None:
                 if generation >= 0:
                     raise CoordinatorError(
                         E.GROUP_ID_NOT_FOUND if version >= 9 else E.ILLEGAL_GENERATION)

@@ -210,8 +210,13 @@ class GroupCoordinatorShard:
         if self.offset_manager.fenced(producer_id, producer_epoch):
             return Result((), [E.PRODUCER_FENCED] * len(partitions))
         group = self.groups.get(group_id)
+        if group is not None and group.is_in(S.DEAD):
+            return Result((), [E.COORDINATOR_NOT_AVAILABLE] * len(partitions))
+        # TxnOffsetCommit v0-2 carry no member or generation: Kafka accepts them unchecked.
+        legacy = generation < 0 and not member_id and instance_id is None and group is not None
         result = self.offset_manager.commit(group, group_id, generation, member_id, instance_id,
-                                            -1, partitions, 0, self.context.now_ms())
+                                            -1, partitions, 0, self.context.now_ms(),
+                                            validate=not legacy)
         records = [(TxnRecordKey(producer_id, producer_epoch, k), v) for k, v in result.records]
         return Result(records, result.response)
 
