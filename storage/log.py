@@ -622,6 +622,7 @@ class PartitionLog:
             self._segments.remove(s)
         self._bases = [s.base_offset for s in self._segments]
         self._log_start = max(self._log_start, self._segments[0].base_offset)
+        self.producers.forget_before(self._log_start)
         log.info("%s-%d: deleted %d segment(s) (%s); log start offset is now %d",
                  self.topic, self.partition, len(segments), reason, self._log_start)
         self._writer.call_nowait(lambda: [_unlink_segment_files(s) for s in segments])
