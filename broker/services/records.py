@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,9 @@ from kafkette.storage.log import LEADER_EPOCH, AppendInfo, LogSlice, OffsetOutOf
 from kafkette.storage.topics import LogManager, TopicInfo
 
 from .errors import ServiceError, service_error, unknown_partition
+
+# (topic, partition, producer id, epoch) -> error code (0: the partition is in the transaction)
+TxnVerifier = Callable[[str, int, int, int], int]
 
 # Kafka lets only its own admin client (AdminUtils.ADMIN_CLIENT_ID) produce to internal topics.
 ADMIN_CLIENT_ID = "__admin_client"
@@ -49,9 +52,12 @@ class RecordService:
 
     # Produce -----------------------------------------------------------------------------------
     def append(self, topic: str, partition: int, records: bytes | None, acks: int,
-               client_id: str | None) -> AppendInfo | Awaitable[AppendInfo]:
+               client_id: str | None, verify_txn: TxnVerifier | None = None
+               ) -> AppendInfo | Awaitable[AppendInfo]:
         """Validate and start the append of one partition's batch: its AppendInfo when written
-        inline, else an awaitable of it (durable under the flush policy)."""
+        inline, else an awaitable of it (durable under the flush policy). ``verify_txn``:
+        asked before a transactional batch opens a transaction on this partition (Kafka's
+        transaction.partition.verification: no hanging transaction from a zombie)."""
         plog = self._partition(topic, partition)
         if self._internal(topic) and client_id != ADMIN_CLIENT_ID:
             raise ServiceError(ErrorCode.invalid_topic_exception,
@@ -62,6 +68,12 @@ class RecordService:
             records, header = validate_produced_batch(records)
         except CorruptRecordError as exc:
             raise service_error(exc) from None
+        if header.attributes & 0x10 and verify_txn is not None and \
+                header.producer_id not in plog.producers.ongoing:
+            code = verify_txn(topic, partition, header.producer_id, header.producer_epoch)
+            if code:
+                raise ServiceError(ErrorCode(code), "the partition is not in the producer's "
+                                   "ongoing transaction")
         cfg = plog.config
         if acks == -1 and cfg.min_insync_replicas > 1:
             # One broker is the whole ISR: acks=all cannot meet a larger min.insync.replicas.

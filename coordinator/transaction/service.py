@@ -103,6 +103,17 @@ class TransactionCoordinator:
             out.extend(await ctx.read(lambda s: s.list()))
         return out
 
+    def verifier(self, tid: str) -> Callable[[str, int, int, int], int]:
+        """For Produce: may (producer id, epoch) of ``tid`` write transactional data into a
+        partition? The state in memory is enough: the client produces only once its
+        AddPartitionsToTxn was answered (durable)."""
+        def verify(topic: str, partition: int, pid: int, epoch: int) -> int:
+            ctx = self.runtime.contexts.get(self.partition_for(tid))
+            if ctx is None or ctx.shard is None:
+                return NOT_COORDINATOR
+            return ctx.shard.verify_partition(tid, pid, epoch, topic, partition)
+        return verify
+
     def find_coordinator(self, tid: str) -> int:
         """The error of FindCoordinator(key type 1) for ``tid`` (NONE: this node)."""
         if not self.started:

@@ -300,6 +300,18 @@ class TransactionShard:
         return self._prepare_end(md, commit=False, bump=True, response=None)
 
     # Reads -----------------------------------------------------------------------------------
+    def verify_partition(self, tid: str, pid: int, epoch: int, topic: str, partition: int) -> int:
+        """Produce verification (KIP-890 part 1): the partition must be in the ongoing
+        transaction of this producer id and epoch."""
+        md = self.transactions.get(tid)
+        if md is None or md.producer_id != pid:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if md.producer_epoch != epoch:
+            return E.INVALID_PRODUCER_EPOCH
+        if md.state != ONGOING or partition not in md.partitions.get(topic, ()):
+            return E.INVALID_TXN_STATE
+        return E.NONE
+
     def describe(self, tid: str) -> TxnMetadata | None:
         return self.transactions.get(tid)
 

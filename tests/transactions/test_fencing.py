@@ -23,7 +23,7 @@ CONCURRENT_TRANSACTIONS = 51
 
 def test_zombie_producer_is_fenced(kafka_broker_factory) -> None:
     broker = kafka_broker_factory(FAST)
-    create_topic(broker.bootstrap, "z")
+    create_topic(broker.bootstrap, "z", partitions=2)
     zombie = txn_producer(broker.bootstrap, "zombie-app")
     zombie.init_transactions(20)
     zombie.begin_transaction()
@@ -31,7 +31,8 @@ def test_zombie_producer_is_fenced(kafka_broker_factory) -> None:
     zombie.flush(10)
     successor = txn_producer(broker.bootstrap, "zombie-app")
     successor.init_transactions(20)  # aborts the zombie's open transaction, bumps the epoch
-    zombie.produce("z", b"zombie-1")
+    zombie.produce("z", b"zombie-1", partition=0)
+    zombie.produce("z", b"zombie-2", partition=1)  # a partition its transaction never had
     with pytest.raises(KafkaException) as failed:
         zombie.commit_transaction(20)
     assert failed.value.args[0].code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
@@ -39,7 +40,10 @@ def test_zombie_producer_is_fenced(kafka_broker_factory) -> None:
     successor.begin_transaction()
     successor.produce("z", b"successor")
     successor.commit_transaction(20)
-    assert read_all(broker.bootstrap, "z", "read_committed") == [b"successor"]
+    assert read_all(broker.bootstrap, "z", "read_committed", partitions=2) == [b"successor"]
+    # no hanging transaction: the zombie's writes were refused, the LSO is the log end
+    assert _list_offset(broker.bootstrap, "z", 1, partition=1) == \
+        _list_offset(broker.bootstrap, "z", 0, partition=1)
 
 
 def _init(w: WireClient, tid: str, version: int = 4, timeout_ms: int = 60_000,
@@ -192,3 +196,39 @@ def test_transactions_cli_and_admin_apis(kafka_broker_factory) -> None:
         r = w.request(66, 1, state_filters=("Ongoing", "Bogus"), producer_id_filters=(),
                       duration_filter=-1)
         assert r.unknown_state_filters == ("Bogus",) and r.transaction_states == ()
+
+
+def _produce_txn(w: WireClient, tid: str, topic: str, pid: int, epoch: int) -> int:
+    from datetime import timedelta
+
+    from kafkette.protocol.records import build_batch
+    from tests.wire import entity
+
+    cls = request_type(0, 9)
+    part_cls = item_type(item_type(cls, "topic_data"), "partition_data")
+    batch = build_batch([(None, b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                        transactional=True)
+    tdata = entity(cls, "topic_data", name=topic,
+                   partition_data=(make(part_cls, index=0, records=batch),))
+    r = w.request(0, 9, transactional_id=tid, acks=-1, timeout=timedelta(seconds=5),
+                  topic_data=(tdata,))
+    return r.responses[0].partition_responses[0].error_code
+
+
+def test_produce_is_verified_against_the_transaction(kafka_broker_factory) -> None:
+    """A transactional batch into a partition its transaction never added is refused
+    (INVALID_TXN_STATE), so no zombie leaves a hanging transaction behind."""
+    broker = kafka_broker_factory(FAST)
+    create_topic(broker.bootstrap, "v")
+    with WireClient(broker.bootstrap) as w:
+        _error, pid, epoch = _init(w, "verify-app")
+        assert _produce_txn(w, "verify-app", "v", pid, epoch) == 48  # INVALID_TXN_STATE
+        assert _list_offset(broker.bootstrap, "v", 1) == 0  # nothing was appended
+        cls = request_type(24, 3)
+        topic_cls = item_type(cls, "v3_and_below_topics")
+        r = w.request(24, 3, v3_and_below_transactional_id="verify-app",
+                      v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                      v3_and_below_topics=(make(topic_cls, name="v", partitions=(0,)),))
+        assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        assert _produce_txn(w, "verify-app", "v", pid, epoch) == 0
+        assert _list_offset(broker.bootstrap, "v", 1) == 0  # open: the LSO holds

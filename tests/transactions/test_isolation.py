@@ -89,7 +89,7 @@ def test_aiokafka_transactions_and_read_committed(kafka_broker_factory) -> None:
     assert uncommitted == [b"aborted", b"committed"]
 
 
-def _list_offset(bootstrap: str, topic: str, isolation: int) -> int:
+def _list_offset(bootstrap: str, topic: str, isolation: int, partition: int = 0) -> int:
     with WireClient(bootstrap) as w:
         from kafkette.protocol.build import item_type, make
         from kafkette.protocol.codec import request_type
@@ -99,7 +99,7 @@ def _list_offset(bootstrap: str, topic: str, isolation: int) -> int:
         part_cls = item_type(topic_cls, "partitions")
         response = w.request(LIST_OFFSETS, 5, replica_id=-1, isolation_level=isolation,
                              topics=(make(topic_cls, name=topic, partitions=(
-                                 make(part_cls, partition_index=0, current_leader_epoch=-1,
+                                 make(part_cls, partition_index=partition, current_leader_epoch=-1,
                                       timestamp=-1),)),))
         part = response.topics[0].partitions[0]
         assert part.error_code == 0
