@@ -74,6 +74,7 @@ DEFAULTS: dict[str, str] = {
     "transaction.state.log.segment.bytes": "104857600",
     "transaction.max.timeout.ms": "900000",
     "transactional.id.expiration.ms": "604800000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
 }
 
 

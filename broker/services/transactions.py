@@ -61,7 +61,10 @@ async def start_transaction_coordinator(logs: LogManager, config: Any, clock: An
     coord = TransactionCoordinator(
         config.node_id, info.partitions, clock,
         TxnConfig(max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
-                  markers=MarkerWriter(logs, group_coordinator)),
+                  markers=MarkerWriter(logs, group_coordinator),
+                  id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+                  expiration_check_ms=config.get_int(
+                      "transaction.remove.expired.transaction.cleanup.interval.ms")),
         lambda p: PartitionOffsetsLog(logs.partition(TRANSACTION_TOPIC, p)),
         logs.allocate_producer_id,
         write_timeout_ms=config.get_int("offsets.commit.timeout.ms"))

@@ -67,6 +67,8 @@ class TxnMetadata:
 class TxnConfig:
     max_timeout_ms: int = 900_000
     markers: MarkerWriter | None = None
+    id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
+    expiration_check_ms: int = 3_600_000  # transaction.remove.expired.transaction.cleanup...
 
 
 class TransactionShard:
@@ -80,6 +82,7 @@ class TransactionShard:
 
     # Lifecycle / replay ----------------------------------------------------------------------
     def on_loaded(self) -> None:
+        self._schedule_expiration()
         for md in list(self.transactions.values()):
             if md.state == ONGOING:
                 self._schedule_timeout(md)
@@ -88,6 +91,7 @@ class TransactionShard:
 
     def on_unloaded(self, error: int) -> None:
         self._alive = False
+        self.context.cancel(("txn-expiration", self.partition))
         for md in self.transactions.values():
             self.context.cancel(("txn-timeout", md.transactional_id))
         for task in self._marker_tasks:
@@ -298,6 +302,25 @@ class TransactionShard:
         log.info("aborting transaction of transactional id %r (producer %d epoch %d): open for "
                  "more than %d ms", tid, pid, epoch, md.timeout_ms)
         return self._prepare_end(md, commit=False, bump=True, response=None)
+
+    # transactional.id.expiration.ms --------------------------------------------------------
+    def _schedule_expiration(self) -> None:
+        self.context.schedule(("txn-expiration", self.partition),
+                              self.config.expiration_check_ms, lambda s: s.expire_ids())
+
+    def expire_ids(self) -> Result:
+        """Tombstones for ids without a transaction that were not used for the expiration
+        time (Kafka's removeExpiredTransactionalIds)."""
+        now = self.context.now_ms()
+        limit = self.config.id_expiration_ms
+        expired = [tid for tid, md in self.transactions.items()
+                   if md.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+                   and now - md.last_update_ms >= limit]
+        if expired:
+            log.info("__transaction_state-%d: expiring %d transactional id(s)", self.partition,
+                     len(expired))
+        self._schedule_expiration()
+        return Result([(encode_key(tid), None) for tid in expired], None)
 
     # Reads -----------------------------------------------------------------------------------
     def verify_partition(self, tid: str, pid: int, epoch: int, topic: str, partition: int) -> int:

@@ -124,4 +124,18 @@ def test_commit_abort_fence_and_reload(env) -> None:
     assert markers[-1] == (pid, 3, False, {"t": {0}})
     assert run(coord.describe("app"))[1].state == COMPLETE_ABORT
     assert run(coord.end_txn("app", pid, 2, True)) == TE.PRODUCER_FENCED
+    # transactional.id.expiration.ms: an id without a transaction is forgotten after a week
+    # of disuse (checked hourly); a tombstone makes it so after a restart too
+
+    async def week() -> None:
+        for _ in range(24 * 7 + 1):
+            clock.advance(3_600_000)
+
+    run(week())
+    _settle(loop)
+    assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
+    run(coord.stop())
+    coord = new_coordinator()
+    run(coord.start())
+    assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
     run(coord.stop())
