@@ -88,3 +88,41 @@ def test_kafka_python_transactional_producer(kafka_broker_factory) -> None:
         producer.close(timeout=5)
     assert read_all(broker.bootstrap, "kp", "read_committed") == [b"committed"]
     assert read_all(broker.bootstrap, "kp", "read_uncommitted") == [b"aborted", b"committed"]
+
+
+def test_java_consume_transform_produce(kafka_broker_factory) -> None:
+    """kafka-clients 3.9.1 (InitProducerId v5, AddPartitionsToTxn v3, EndTxn v4,
+    TxnOffsetCommit v4 with the group's member and generation): one aborted and then committed
+    transactions copy every input exactly once."""
+    import json
+    import subprocess
+
+    import pytest
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from tests.tools import ensure_java_client
+
+    classpath, reason = ensure_java_client()
+    if classpath is None:
+        pytest.skip(reason)
+    broker = kafka_broker_factory(FAST)
+    create_topic(broker.bootstrap, "jin")
+    create_topic(broker.bootstrap, "jout")
+    source = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(INPUTS):
+        source.produce("jin", f"r{i}".encode(), key=f"k{i}".encode())
+    source.flush(10)
+    proc = subprocess.run(["java", "-cp", classpath, "KafketteClient", "txcopy", broker.bootstrap,
+                           "jin", "jout", "java-eos", "java-eos-app", str(INPUTS)],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [e["event"] for e in events][0] == "aborted"
+    assert sum(e["records"] for e in events if e["event"] == "committed") == INPUTS
+    out = read_all(broker.bootstrap, "jout", "read_committed", expect=INPUTS + 1, timeout=5)
+    assert out == [f"r{i}".encode() for i in range(INPUTS)]
+    check = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "java-eos"})
+    try:
+        assert check.committed([TopicPartition("jin", 0)], 10)[0].offset == INPUTS
+    finally:
+        check.close()
