@@ -116,19 +116,24 @@ def coordinator_config(config: Any) -> Any:
     )
 
 
+async def internal_topic(logs: Any, name: str, partitions: int, segment_bytes: str,
+                         compression: str) -> Any:
+    """The TopicInfo of a compacted internal topic, created first if it does not exist."""
+    info = logs.topic(name)
+    if info is None:
+        info = await logs.create_topic(
+            name, partitions, {"cleanup.policy": "compact", "segment.bytes": segment_bytes,
+                               "compression.type": compression}, internal=True)
+    return info
+
+
 async def start_coordinator(logs: Any, config: Any, clock: Any,
                             advertised: Callable[[], tuple[str, int]]) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.service import GroupCoordinator
 
-    info = logs.topic(OFFSETS_TOPIC)
-    if info is None:
-        info = await logs.create_topic(
-            OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
-            {"cleanup.policy": "compact",
-             "segment.bytes": config.get_str("offsets.topic.segment.bytes"),
-             "compression.type": "producer"},
-            internal=True)
+    info = await internal_topic(logs, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
+                                config.get_str("offsets.topic.segment.bytes"), "producer")
     codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
     coord = GroupCoordinator(
         config.node_id, info.partitions, clock, coordinator_config(config),

@@ -6,6 +6,7 @@ AddOffsetsToTxn (25) v0-4, EndTxn (26) v0-4, TxnOffsetCommit (28) v0-4; Describe
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,28 +55,24 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any):
 
 @api(25, 0, 4)
 async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any):
-    coord = transactions(ctx)
-    if coord is None:
-        error = TE.COORDINATOR_NOT_AVAILABLE
-    else:
-        groups = coordinator(ctx)
-        partition = groups.partition_for(req.group_id)
-        error = await coord.add_partitions(req.transactional_id, req.producer_id,
-                                           req.producer_epoch,
-                                           {"__consumer_offsets": {partition}})
-        error = TE.fenced_for(error, ctx.api_version, 2)
-    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
+    partition = coordinator(ctx).partition_for(req.group_id)
+    return await _answer(ctx, lambda coord: coord.add_partitions(
+        req.transactional_id, req.producer_id, req.producer_epoch,
+        {"__consumer_offsets": {partition}}))
 
 
 @api(26, 0, 4)
 async def handle_end_txn(ctx: RequestContext, req: Any):
+    return await _answer(ctx, lambda coord: coord.end_txn(
+        req.transactional_id, req.producer_id, req.producer_epoch, req.committed))
+
+
+async def _answer(ctx: RequestContext, call: Callable[[Any], Awaitable[int]]) -> Any:
+    """A response with one error code: ``call``'s on the transaction coordinator (PRODUCER_FENCED
+    from version 2 on)."""
     coord = transactions(ctx)
-    if coord is None:
-        error = TE.COORDINATOR_NOT_AVAILABLE
-    else:
-        error = await coord.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
-                                    req.committed)
-        error = TE.fenced_for(error, ctx.api_version, 2)
+    error = TE.COORDINATOR_NOT_AVAILABLE if coord is None else \
+        TE.fenced_for(await call(coord), ctx.api_version, 2)
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
 
 

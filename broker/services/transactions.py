@@ -13,7 +13,7 @@ from kafkette.coordinator.transaction.shard import TxnConfig
 from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.records import parse_batch_header
 
-from ..offsets_log import OFFSETS_TOPIC, PartitionOffsetsLog
+from ..offsets_log import OFFSETS_TOPIC, PartitionOffsetsLog, internal_topic
 
 if TYPE_CHECKING:
     from kafkette.storage.topics import LogManager
@@ -50,14 +50,10 @@ class MarkerWriter:
 async def start_transaction_coordinator(logs: LogManager, config: Any, clock: Any,
                                         group_coordinator: Any) -> TransactionCoordinator:
     """Create ``__transaction_state`` if needed and load the coordinator from it."""
-    info = logs.topic(TRANSACTION_TOPIC)
-    if info is None:
-        info = await logs.create_topic(
-            TRANSACTION_TOPIC, config.get_int("transaction.state.log.num.partitions"),
-            {"cleanup.policy": "compact",
-             "segment.bytes": config.get_str("transaction.state.log.segment.bytes"),
-             "compression.type": "uncompressed"},
-            internal=True)
+    info = await internal_topic(logs, TRANSACTION_TOPIC,
+                                config.get_int("transaction.state.log.num.partitions"),
+                                config.get_str("transaction.state.log.segment.bytes"),
+                                "uncompressed")
     coord = TransactionCoordinator(
         config.node_id, info.partitions, clock,
         TxnConfig(max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
