@@ -217,12 +217,16 @@ class OffsetMetadataManager:
         if base is None:
             return False
         all_expired = True
+        unstable = self.unstable(group_id) if self.pending else ()
         for topic, parts in stored.items():
             if group.is_subscribed_to(topic):
                 all_expired = False
                 continue
             for p, data in parts.items():
                 value = self.value(group_id, topic, p, data)
+                if (topic, p) in unstable:  # a transactional commit is pending: kept (Kafka)
+                    all_expired = False
+                    continue
                 if value is None:
                     expired = True
                 elif value.expire_timestamp is not None:
