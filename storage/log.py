@@ -33,6 +33,7 @@ from kafkette.protocol.records import (
     set_log_append_time,
 )
 
+from . import txn_index
 from .producer_state import ProducerStateTable
 from .recovery import load_segments
 from .segment import Segment, segment_name
@@ -270,8 +271,13 @@ class PartitionLog:
             seg.size += size
             self.producers.update(h, base, last)
             if h.attributes & 0x10:  # transactional
-                self.producers.on_batch(h, base, last, control_type(view[pos:pos + size])
-                                        if h.attributes & 0x20 else -1)
+                aborted = self.producers.on_batch(h, base, last, control_type(view[pos:pos + size])
+                                                  if h.attributes & 0x20 else -1)
+                if aborted is not None:
+                    first = self.producers.first_unstable_offset()
+                    data = txn_index.entry(aborted, last + 1 if first is None else first)
+                    path = seg.path.with_name(segment_name(seg.base_offset, txn_index.SUFFIX))
+                    self._writer.call_nowait(lambda p=path, d=data: txn_index.append(p, d))
             self._next = last + 1
             records += h.records_count
             pos += size
@@ -701,7 +707,7 @@ def _close_all(fds: list[int]) -> None:
 
 
 def _unlink_segment_files(seg: Segment) -> None:
-    for suffix in (".log", ".index", ".timeindex"):
+    for suffix in (".log", ".index", ".timeindex", txn_index.SUFFIX):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(seg.path.with_name(segment_name(seg.base_offset, suffix)))
 

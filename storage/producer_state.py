@@ -83,21 +83,24 @@ class ProducerStateTable:
         return [a for a in aborted if a.last_offset >= start and a.first_offset < end]
 
     def on_batch(self, header: BatchHeader, base_offset: int, last_offset: int,
-                 control_type: int) -> None:
+                 control_type: int) -> AbortedTxn | None:
         """Track the transaction of a transactional batch (``control_type``: -1 for data,
-        0 ABORT, 1 COMMIT) after ``update``."""
+        0 ABORT, 1 COMMIT) after ``update``; the aborted transaction an ABORT marker closes."""
         pid = header.producer_id
         if control_type < 0:
             if pid not in self.ongoing:
                 self.ongoing[pid] = base_offset
-            return
+            return None
         entry = self.entries.get(pid)
         if entry is None or header.producer_epoch > entry.epoch:
             # A marker carries the coordinator's (possibly bumped) epoch: older epochs are fenced.
             self.entries[pid] = ProducerEntry(header.producer_epoch)
         first = self.ongoing.pop(pid, None)
         if control_type == 0 and first is not None:
-            self.aborted.append(AbortedTxn(pid, first, last_offset))
+            txn = AbortedTxn(pid, first, last_offset)
+            self.aborted.append(txn)
+            return txn
+        return None
 
     def forget_before(self, log_start: int) -> None:
         """Aborted transactions whose marker is below the log start are never fetched again."""

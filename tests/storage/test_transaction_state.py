@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kafkette.protocol.control_records import control_type, marker_batch
 from kafkette.protocol.records import build_batch, decode_records
+from kafkette.storage import txn_index
 from kafkette.storage.topics import LogManager
 
 TS = 1_700_000_000_000
@@ -39,6 +40,12 @@ async def test_lso_and_aborted_index_survive_restart_and_rolls(tmp_path: Path) -
     assert aborted == [(7, 1, 4)]
     assert plog.producers.aborted_in(5, 7) == []
     await mgr.stop()
+    # Kafka's .txnindex beside the segment holding the ABORT marker: (pid, first, last, LSO)
+    indexes = {p.name: txn_index.read(p) for p in (tmp_path / "t-0").glob("*.txnindex")}
+    marker_segment = max(s.base_offset for s in plog.segments if s.base_offset <= 4)
+    assert indexes == {f"{marker_segment:020d}.txnindex": [(7, 1, 4, 3)]}
+    for path in (tmp_path / "t-0").glob("*.txnindex"):
+        path.unlink()  # rebuilt from the log at startup
 
     mgr = LogManager(config, now_ms=lambda: TS)
     await mgr.start()
@@ -46,6 +53,7 @@ async def test_lso_and_aborted_index_survive_restart_and_rolls(tmp_path: Path) -
     assert [(a.producer_id, a.first_offset, a.last_offset)
             for a in plog.producers.aborted] == [(7, 1, 4)]
     assert plog.last_stable_offset == 6  # producer 9's transaction is still open
+    assert [txn_index.read(p) for p in (tmp_path / "t-0").glob("*.txnindex")] == [[(7, 1, 4, 3)]]
     assert plog.read(0, 1 << 20, upto=plog.last_stable_offset) is not None
     assert plog.read(6, 1 << 20, upto=plog.last_stable_offset) is None
     await mgr.stop()
