@@ -24,6 +24,7 @@ from kafkette.protocol.transaction_records import (
     ONGOING,
     PREPARE_ABORT,
     PREPARE_COMMIT,
+    STATE_NAMES,
     TransactionLogValue,
     TransactionRecordDecodeError,
     decode_key,
@@ -107,6 +108,8 @@ class TransactionShard:
                     self.transactions.pop(tid, None)
                     continue
                 v = decode_value(value)
+                if not 0 <= v.state < len(STATE_NAMES):
+                    raise TransactionRecordDecodeError(f"unknown transaction state {v.state}")
             except TransactionRecordDecodeError as exc:
                 log.warning("skipping undecodable __transaction_state-%d record: %s",
                             self.partition, exc)
