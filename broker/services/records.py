@@ -110,7 +110,10 @@ class RecordService:
             return -1, plog.last_stable_offset, LEADER_EPOCH
         if timestamp >= 0 or timestamp == MAX_TIMESTAMP:
             # Reads a batch from the segment file: keep it off the event loop.
-            return await asyncio.to_thread(_lookup, plog, timestamp)
+            found = await asyncio.to_thread(_lookup, plog, timestamp)
+            if read_committed and found[1] >= plog.last_stable_offset:
+                return -1, -1, -1  # Kafka: only offsets below the last fetchable one
+            return found
         return _lookup(plog, timestamp)
 
     def end_offset_for_epoch(self, topic: str, partition: int, current_leader_epoch: int,
