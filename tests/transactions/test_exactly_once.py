@@ -3,6 +3,7 @@ once, although the broker is SIGKILLed while a transaction is open (confluent-ka
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -88,3 +89,70 @@ def test_exactly_once_copy_across_a_broker_sigkill(tmp_path) -> None:
         assert sorted(out) == sorted(f"record-{i}".encode() for i in range(INPUTS))
         uncommitted = read_all(proc.bootstrap, "out", "read_uncommitted")
         assert len(uncommitted) > INPUTS  # the aborted copies are in the log, not in the output
+
+
+def test_aiokafka_exactly_once_copy_across_a_broker_sigkill(tmp_path) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka import TopicPartition as TP
+
+    config = broker_config(str(tmp_path), **{"group.min.session.timeout.ms": "100"})
+    config.update(FAST)
+    tp = TP("ain", 0)
+
+    async def copier(bootstrap: str) -> tuple[AIOKafkaConsumer, AIOKafkaProducer]:
+        consumer = AIOKafkaConsumer("ain", bootstrap_servers=bootstrap, group_id="aio-copier",
+                                    isolation_level="read_committed", enable_auto_commit=False,
+                                    auto_offset_reset="earliest", session_timeout_ms=6000)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="aio-copier")
+        await producer.start()
+        await consumer.start()
+        return consumer, producer
+
+    async def copy_batch(consumer: AIOKafkaConsumer, producer: AIOKafkaProducer,
+                         commit: bool = True) -> int:
+        msgs = (await consumer.getmany(tp, timeout_ms=1000, max_records=10)).get(tp, [])
+        if not msgs:
+            return 0
+        await producer.begin_transaction()
+        for m in msgs:
+            await producer.send("aout", m.value)
+        await producer.send_offsets_to_transaction({tp: msgs[-1].offset + 1}, "aio-copier")
+        if commit:
+            await producer.commit_transaction()
+        return len(msgs)
+
+    async def scenario(proc: BrokerProcess) -> None:
+        consumer, first = await copier(proc.bootstrap)
+        copied = 0
+        while copied < INPUTS // 3:
+            copied += await copy_batch(consumer, first)
+        assert await copy_batch(consumer, first, commit=False) > 0  # left open
+        await first.flush()
+        await consumer.stop()
+        proc.kill()
+        proc.start()
+        consumer, second = await copier(proc.bootstrap)  # fences `first`, aborts its txn
+        with pytest.raises(Exception):  # noqa: B017,PT011 - aiokafka raises ProducerFenced
+            await asyncio.wait_for(first.commit_transaction(), 20)
+        await asyncio.wait_for(first.stop(), 20)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while loop.time() < deadline:
+            await copy_batch(consumer, second)
+            if (await consumer.committed(tp)) == INPUTS:
+                break
+        assert await consumer.committed(tp) == INPUTS
+        await consumer.stop()
+        await second.stop()
+
+    with BrokerProcess(config) as proc:
+        create_topic(proc.bootstrap, "ain")
+        create_topic(proc.bootstrap, "aout")
+        source = Producer({"bootstrap.servers": proc.bootstrap})
+        for i in range(INPUTS):
+            source.produce("ain", f"record-{i}".encode())
+        source.flush(10)
+        asyncio.run(scenario(proc))
+        out = read_all(proc.bootstrap, "aout", "read_committed", expect=INPUTS + 1, timeout=8)
+        assert sorted(out) == sorted(f"record-{i}".encode() for i in range(INPUTS))
+        assert len(read_all(proc.bootstrap, "aout", "read_uncommitted")) > INPUTS
