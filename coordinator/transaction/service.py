@@ -16,7 +16,7 @@ from ..log import CoordinatorLog
 from ..runtime import CoordinatorRuntime, PartitionContext
 from ..service import error_code, partition_for
 from . import errors as TE
-from .shard import TransactionShard, TxnConfig, TxnMetadata
+from .shard import MAX_EPOCH, TransactionShard, TxnConfig, TxnMetadata
 
 log = logging.getLogger("kafkette.transactions")
 NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE = 16, 15
@@ -72,10 +72,13 @@ class TransactionCoordinator:
         if not tid:
             return TE.INVALID_REQUEST, -1, -1
         try:
-            self.context_for(tid).check()
+            ctx = self.context_for(tid)
+            known = await ctx.read(lambda s: s.transactions.get(tid))
         except CoordinatorError as exc:
             return exc.code, -1, -1
-        new_pid = await self._allocate()
+        # A new id, or one whose epoch is about to run out, gets a fresh producer id.
+        new_pid = await self._allocate() if known is None or \
+            known.producer_epoch >= MAX_EPOCH - 1 else -1
         return await self._write(
             tid, lambda s: s.init_producer_id(tid, timeout_ms, new_pid, expected_pid,
                                               expected_epoch),

@@ -138,6 +138,9 @@ class TransactionShard:
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             return Result((), (E.INVALID_TRANSACTION_TIMEOUT, -1, -1))
         md = self.transactions.get(tid)
+        if new_pid < 0 and (md is None or md.producer_epoch >= MAX_EPOCH - 1):
+            # changed since the service looked (expired, or bumped meanwhile): the client retries
+            return Result((), (E.CONCURRENT_TRANSACTIONS, -1, -1))
         if md is None:
             md = TxnMetadata(tid, new_pid, -1, timeout_ms, EMPTY)
             return self._bump_to_empty(md, timeout_ms, new_pid)
