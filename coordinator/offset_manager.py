@@ -25,6 +25,7 @@ from .errors import CoordinatorError
 from .group import ClassicGroup, GroupState
 from .log import RawRecord
 from .result import Result
+from .txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger("kafkette.coordinator")
 S = GroupState
@@ -74,21 +75,28 @@ class OffsetMetadataManager:
         # OffsetCommitKey bytes without the partition -> the partition dict those keys fill
         # (valid while that dict and its group exist: cleared whenever one is removed)
         self.parts_by_prefix: dict[bytes, dict[int, bytes]] = {}
-        # producer id -> offset key bytes -> (key, value bytes): TxnOffsetCommit records waiting
-        # for their transaction's marker
-        self.pending: dict[int, dict[bytes, tuple[OffsetCommitKey, bytes]]] = {}
-        self.producer_epochs: dict[int, int] = {}  # latest epoch seen per transactional producer
+        self.txn = PendingTxnOffsets()  # TxnOffsetCommit records waiting for their marker
 
     # Replay ----------------------------------------------------------------------------------
-    def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes) -> None:
+    def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes,
+                      materialised: bool = False) -> None:
+        """A plain offset record, or (``materialised``) a transactional one its COMMIT marker
+        applies: that one supersedes no other pending commit, which came later in the log."""
         if not plausible_offset_value(value):
             self.skip_undecodable(key_bytes)
             return
         parts = self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})
         parts[key.partition] = value
-        self.parts_by_prefix[key_bytes[:-4]] = parts
+        prefix = key_bytes[:-4]
+        if self.txn and self.txn.is_open_prefix(prefix):
+            if not materialised:
+                self.txn.supersede(key, key_bytes)
+            return  # kept off replay's fast path while a transaction has offsets under it
+        self.parts_by_prefix[prefix] = parts
 
-    def replay_tombstone(self, key: OffsetCommitKey) -> None:
+    def replay_tombstone(self, key: OffsetCommitKey, key_bytes: bytes = b"") -> None:
+        if self.txn and key_bytes:
+            self.txn.supersede(key, key_bytes, drop=True)
         topics = self.offsets.get(key.group)
         parts = topics.get(key.topic) if topics is not None else None
         if parts is not None and parts.pop(key.partition, None) is not None and not parts:
@@ -217,7 +225,7 @@ class OffsetMetadataManager:
         if base is None:
             return False
         all_expired = True
-        unstable = self.unstable(group_id) if self.pending else ()
+        unstable = self.txn.unstable(group_id) if self.txn else ()
         for topic, parts in stored.items():
             if group.is_subscribed_to(topic):
                 all_expired = False
@@ -238,33 +246,3 @@ class OffsetMetadataManager:
                 else:
                     all_expired = False
         return all_expired
-
-
-    # Transactional offsets -------------------------------------------------------------------
-    def replay_pending(self, producer_id: int, epoch: int, key: OffsetCommitKey,
-                       key_bytes: bytes, value: bytes | None) -> None:
-        self.see_epoch(producer_id, epoch)
-        if value is None:
-            self.pending.get(producer_id, {}).pop(key_bytes, None)
-            return
-        self.pending.setdefault(producer_id, {})[key_bytes] = (key, value)
-
-    def see_epoch(self, producer_id: int, epoch: int) -> None:
-        if epoch > self.producer_epochs.get(producer_id, -1):
-            self.producer_epochs[producer_id] = epoch
-
-    def fenced(self, producer_id: int, epoch: int) -> bool:
-        """A transactional producer older than the last epoch this partition saw."""
-        return epoch < self.producer_epochs.get(producer_id, -1)
-
-    def end_pending(self, producer_id: int, epoch: int
-                    ) -> list[tuple[OffsetCommitKey, bytes, bytes]]:
-        """The pending offsets of a transaction, now ended by a marker of ``epoch``:
-        (key, key bytes, value)."""
-        self.see_epoch(producer_id, epoch)
-        return [(k, kb, v) for kb, (k, v) in self.pending.pop(producer_id, {}).items()]
-
-    def unstable(self, group_id: str) -> set[tuple[str, int]]:
-        """(topic, partition) of the group with a transactional commit still pending."""
-        return {(k.topic, k.partition) for entries in self.pending.values()
-                for k, _v in entries.values() if k.group == group_id}

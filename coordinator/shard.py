@@ -115,7 +115,7 @@ class GroupCoordinatorShard:
                         self.partition, key.version)
             return
         if value is None:
-            self.offset_manager.replay_tombstone(key)
+            self.offset_manager.replay_tombstone(key, key_bytes)
             return
         self.group_manager.ensure_group(key.group)
         self.offset_manager.replay_commit(key, key_bytes, value)
@@ -124,11 +124,11 @@ class GroupCoordinatorShard:
         """A transactional offset commit stays pending until its marker: COMMIT materialises
         it as a plain commit, ABORT drops it (Kafka's replayEndTransactionMarker)."""
         if isinstance(key, TxnMarker):
-            for okey, key_bytes, data in self.offset_manager.end_pending(key.producer_id,
-                                                                         key.producer_epoch):
+            for okey, key_bytes, data in self.offset_manager.txn.end(key.producer_id,
+                                                                     key.producer_epoch):
                 if key.commit:
                     self.group_manager.ensure_group(okey.group)
-                    self.offset_manager.replay_commit(okey, key_bytes, data)
+                    self.offset_manager.replay_commit(okey, key_bytes, data, materialised=True)
             return
         if not isinstance(key, TxnRecordKey):
             return
@@ -139,8 +139,10 @@ class GroupCoordinatorShard:
                         exc)
             return
         if isinstance(decoded, OffsetCommitKey):
-            self.offset_manager.replay_pending(key.producer_id, key.producer_epoch, decoded,
-                                               key.key, value)
+            prefix = self.offset_manager.txn.add(key.producer_id, key.producer_epoch, decoded,
+                                                 key.key, value)
+            if prefix is not None:
+                self.offset_manager.parts_by_prefix.pop(prefix, None)
 
     # Classic group membership (writes) -------------------------------------------------------
     def join_group(self, request: JoinRequest) -> Result:
@@ -207,7 +209,7 @@ class GroupCoordinatorShard:
                            partitions: list[CommitPartition]) -> Result:
         """TxnOffsetCommit: checked like OffsetCommit, written in the producer's transaction
         (pending until its marker). Response: per-partition errors."""
-        if self.offset_manager.fenced(producer_id, producer_epoch):
+        if self.offset_manager.txn.fenced(producer_id, producer_epoch):
             return Result((), [E.PRODUCER_FENCED] * len(partitions))
         group = self.groups.get(group_id)
         if group is not None and group.is_in(S.DEAD):
@@ -229,7 +231,7 @@ class GroupCoordinatorShard:
         """fetch_offsets with require_stable: a partition with a pending transactional commit
         answers UNSTABLE_OFFSET_COMMIT."""
         rows = self.fetch_offsets(group_id, topics)
-        unstable = self.offset_manager.unstable(group_id)
+        unstable = self.offset_manager.txn.unstable(group_id)
         if not unstable:
             return rows
         return [(topic, [(p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT) if (topic, p) in unstable
