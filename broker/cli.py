@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
     groups.add_argument("args", nargs=argparse.REMAINDER)
+    from . import transactions_cli  # small; its parser is listed in --help
+
+    transactions_cli.add_parser(sub)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
@@ -95,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return groups_cli.main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "transactions":
+        from . import transactions_cli
+
+        return transactions_cli.run(args)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":

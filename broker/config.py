@@ -83,6 +83,13 @@ DEFAULTS: dict[str, str] = {
     # Consumer group protocol, KIP-848 (Kafka 4.0 names and defaults): group.consumer.*,
     # group.coordinator.rebalance.protocols.
     **CONSUMER_GROUP_DEFAULTS,
+    # Transaction coordinator (Kafka's defaults)
+    "transaction.state.log.num.partitions": "50",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.segment.bytes": "104857600",
+    "transaction.max.timeout.ms": "900000",
+    "transactional.id.expiration.ms": "604800000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
 }
 
 

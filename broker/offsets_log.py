@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+from kafkette.coordinator.log import TxnMarker, TxnRecordKey
+from kafkette.protocol.control_records import COMMIT, control_type, marker_batch
 from kafkette.protocol.records import build_batch, key_values, parse_batch_header
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -25,11 +28,17 @@ class PartitionOffsetsLog:
         self.plog = plog
         self.compression = compression
 
-    def append(self, records: Sequence[tuple[bytes, bytes | None]]) -> asyncio.Future:
-        batch = build_batch(records, compression=self.compression)
-        return self.plog.append_future(batch, [parse_batch_header(batch)])
+    def append(self, records: Sequence[tuple[Any, bytes | None]]) -> asyncio.Future:
+        first = records[0][0] if records else None
+        if type(first) is bytes and type(records[-1][0]) is bytes and \
+                all(type(k) is bytes for k, _v in records):
+            batch = build_batch(records, compression=self.compression)
+            return self.plog.append_future(batch, [parse_batch_header(batch)])
+        batches = list(_transactional_batches(records, self.compression))
+        return self.plog.append_future(b"".join(batches),
+                                       [parse_batch_header(b) for b in batches])
 
-    async def read(self) -> AsyncIterator[Sequence[tuple[bytes, bytes | None]]]:
+    async def read(self) -> AsyncIterator[Sequence[tuple[Any, bytes | None]]]:
         batches = self.plog.iter_batches(0)
         while True:
             chunk = await asyncio.to_thread(_decode_some, batches)
@@ -39,10 +48,52 @@ class PartitionOffsetsLog:
                 yield chunk
 
 
-def _decode_some(batches: Any) -> list[tuple[bytes, bytes | None]] | None:
-    out: list[tuple[bytes, bytes | None]] = []
+def _transactional_batches(records: Sequence[tuple[Any, bytes | None]], compression: int
+                           ) -> Iterator[bytes]:
+    """Plain records, transactional records (TxnRecordKey) and markers (TxnMarker) as the
+    batches Kafka writes: consecutive records of one kind share a batch, a marker is its own
+    control batch."""
+    run: list[tuple[bytes, bytes | None]] = []
+    producer: tuple[int, int] | None = None
+    for key, value in records:
+        if isinstance(key, TxnMarker):
+            if run:
+                yield _batch(run, producer, compression)
+                run, producer = [], None
+            yield marker_batch(key.producer_id, key.producer_epoch, key.commit,
+                               key.coordinator_epoch, int(time.time() * 1000))
+            continue
+        this = (key.producer_id, key.producer_epoch) if isinstance(key, TxnRecordKey) else None
+        if run and this != producer:
+            yield _batch(run, producer, compression)
+            run = []
+        producer = this
+        run.append((key.key if isinstance(key, TxnRecordKey) else key, value))
+    if run:
+        yield _batch(run, producer, compression)
+
+
+def _batch(records: list[tuple[bytes, bytes | None]], producer: tuple[int, int] | None,
+           compression: int) -> bytes:
+    if producer is None:
+        return build_batch(records, compression=compression)
+    return build_batch(records, compression=compression, producer_id=producer[0],
+                       producer_epoch=producer[1], transactional=True)
+
+
+def _decode_some(batches: Any) -> list[tuple[Any, bytes | None]] | None:
+    out: list[tuple[Any, bytes | None]] = []
     for i, (header, data) in enumerate(batches):
-        if not header.is_control:
+        if header.is_control:
+            kind = control_type(data)
+            if kind >= 0:
+                out.append((TxnMarker(header.producer_id, header.producer_epoch,
+                                      kind == COMMIT), None))
+        elif header.is_transactional:
+            pid, epoch = header.producer_id, header.producer_epoch
+            out += [(TxnRecordKey(pid, epoch, k), v) for k, v in key_values(data)
+                    if k is not None]
+        else:
             out += [kv for kv in key_values(data) if kv[0] is not None]
         if i + 1 >= _CHUNK_BATCHES:
             return out
@@ -78,19 +129,24 @@ def coordinator_config(config: Any, logs: Any = None) -> Any:
     )
 
 
+async def internal_topic(logs: Any, name: str, partitions: int, segment_bytes: str,
+                         compression: str) -> Any:
+    """The TopicInfo of a compacted internal topic, created first if it does not exist."""
+    info = logs.topic(name)
+    if info is None:
+        info = await logs.create_topic(
+            name, partitions, {"cleanup.policy": "compact", "segment.bytes": segment_bytes,
+                               "compression.type": compression}, internal=True)
+    return info
+
+
 async def start_coordinator(logs: Any, config: Any, clock: Any,
                             advertised: Callable[[], tuple[str, int]]) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.service import GroupCoordinator
 
-    info = logs.topic(OFFSETS_TOPIC)
-    if info is None:
-        info = await logs.create_topic(
-            OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
-            {"cleanup.policy": "compact",
-             "segment.bytes": config.get_str("offsets.topic.segment.bytes"),
-             "compression.type": "producer"},
-            internal=True)
+    info = await internal_topic(logs, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
+                                config.get_str("offsets.topic.segment.bytes"), "producer")
     codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
     coord = GroupCoordinator(
         config.node_id, info.partitions, clock, coordinator_config(config, logs),

@@ -83,13 +83,16 @@ class CommitTarget:
     """A consumer group as OffsetMetadataManager.commit validates a group (duck-typed like
     ClassicGroup.validate_offset_commit): member epoch instead of generation."""
 
-    def __init__(self, group: ConsumerGroup, api_version: int) -> None:
+    def __init__(self, group: ConsumerGroup, api_version: int,
+                 is_transactional: bool = False) -> None:
         self.group = group
         self.api_version = api_version
+        self.is_transactional = is_transactional
 
     def validate_offset_commit(self, member_id: str, _instance_id: str | None,
                                member_epoch: int) -> None:
-        self.group.validate_offset_commit(member_id, member_epoch, api_version=self.api_version)
+        self.group.validate_offset_commit(member_id, member_epoch, api_version=self.api_version,
+                                          is_transactional=self.is_transactional)
 
 
 class ConsumerGroupManager:
@@ -440,5 +443,5 @@ class ConsumerGroupManager:
         return encode_records(group.tombstones())
 
 
-def commit_target(group: ConsumerGroup, api_version: int) -> Any:
-    return CommitTarget(group, api_version)
+def commit_target(group: ConsumerGroup, api_version: int, is_transactional: bool = False) -> Any:
+    return CommitTarget(group, api_version, is_transactional)

@@ -7,9 +7,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 RawRecord = tuple[bytes, bytes | None]
+
+
+class TxnRecordKey(NamedTuple):
+    """In place of a record's key bytes: a record of producer ``producer_id``'s transaction
+    (written in a transactional batch; pending until its marker)."""
+
+    producer_id: int
+    producer_epoch: int
+    key: bytes
+
+
+class TxnMarker(NamedTuple):
+    """In place of a record's key (value None): the COMMIT/ABORT control batch of a
+    transaction. Both keep records 2-tuples, so replay loops unpack them unchanged."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int = 0
 
 
 class CoordinatorLog(Protocol):

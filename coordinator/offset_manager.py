@@ -25,6 +25,7 @@ from .errors import CoordinatorError
 from .group import ClassicGroup, GroupState
 from .log import RawRecord
 from .result import Result
+from .txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger("kafkette.coordinator")
 S = GroupState
@@ -74,17 +75,28 @@ class OffsetMetadataManager:
         # OffsetCommitKey bytes without the partition -> the partition dict those keys fill
         # (valid while that dict and its group exist: cleared whenever one is removed)
         self.parts_by_prefix: dict[bytes, dict[int, bytes]] = {}
+        self.txn = PendingTxnOffsets()  # TxnOffsetCommit records waiting for their marker
 
     # Replay ----------------------------------------------------------------------------------
-    def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes) -> None:
+    def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes,
+                      materialised: bool = False) -> None:
+        """A plain offset record, or (``materialised``) a transactional one its COMMIT marker
+        applies: that one supersedes no other pending commit, which came later in the log."""
         if not plausible_offset_value(value):
             self.skip_undecodable(key_bytes)
             return
         parts = self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})
         parts[key.partition] = value
-        self.parts_by_prefix[key_bytes[:-4]] = parts
+        prefix = key_bytes[:-4]
+        if self.txn and self.txn.is_open_prefix(prefix):
+            if not materialised:
+                self.txn.supersede(key, key_bytes)
+            return  # kept off replay's fast path while a transaction has offsets under it
+        self.parts_by_prefix[prefix] = parts
 
-    def replay_tombstone(self, key: OffsetCommitKey) -> None:
+    def replay_tombstone(self, key: OffsetCommitKey, key_bytes: bytes = b"") -> None:
+        if self.txn and key_bytes:
+            self.txn.supersede(key, key_bytes, drop=True)
         topics = self.offsets.get(key.group)
         parts = topics.get(key.topic) if topics is not None else None
         if parts is not None and parts.pop(key.partition, None) is not None and not parts:
@@ -138,11 +150,14 @@ class OffsetMetadataManager:
     # Writes ----------------------------------------------------------------------------------
     def commit(self, group: ClassicGroup | None, group_id: str, generation: int, member_id: str,
                instance_id: str | None, retention_ms: int, partitions: list[CommitPartition],
-               version: int, now_ms: int) -> Result:
+               version: int, now_ms: int, validate: bool = True) -> Result:
         """Offset records (replayed by the runtime: that creates a simple group) and the
-        per-partition errors. A group is validated by the group itself."""
+        per-partition errors. A group is validated by the group itself (``validate`` False:
+        a transactional commit of an old client, without member and generation)."""
         try:
-            if group is None:
+            if not validate:
+                pass
+            elif group is None:
                 if generation >= 0:
                     raise CoordinatorError(
                         E.GROUP_ID_NOT_FOUND if version >= 9 else E.ILLEGAL_GENERATION)
@@ -210,12 +225,16 @@ class OffsetMetadataManager:
         if base is None:
             return False
         all_expired = True
+        unstable = self.txn.unstable(group_id) if self.txn else ()
         for topic, parts in stored.items():
             if group.is_subscribed_to(topic):
                 all_expired = False
                 continue
             for p, data in parts.items():
                 value = self.value(group_id, topic, p, data)
+                if (topic, p) in unstable:  # a transactional commit is pending: kept (Kafka)
+                    all_expired = False
+                    continue
                 if value is None:
                     expired = True
                 elif value.expire_timestamp is not None:

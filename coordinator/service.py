@@ -326,7 +326,8 @@ class GroupCoordinator:
         return [out[g] for g in group_ids]
 
     async def fetch_offsets_as_member(self, group_id: str, member_id: str | None,
-                                      member_epoch: int, topics: list[tuple[str, list[int]]] | None
+                                      member_epoch: int, topics: list[tuple[str, list[int]]] | None,
+                                      require_stable: bool = False
                                       ) -> tuple[int, list[FetchedTopic]]:
         """OffsetFetch v9 with a member id/epoch: a consumer group checks them first
         (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), then as ``fetch_offsets``."""
@@ -337,7 +338,7 @@ class GroupCoordinator:
             code = exc.code
         if code != E.NONE:
             return code, []
-        return await self.fetch_offsets(group_id, topics)
+        return await self.fetch_offsets(group_id, topics, require_stable)
 
     def on_topics_changed(self) -> None:
         """A topic was created, deleted or grew: consumer groups recompute their subscription
@@ -374,16 +375,49 @@ class GroupCoordinator:
             return _then(result, lambda f: _merge(codes, f.result()))
         return _merge(codes, result)
 
-    async def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
-                            ) -> tuple[int, list[FetchedTopic]]:
+    async def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
+                            require_stable: bool = False) -> tuple[int, list[FetchedTopic]]:
         """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]); committed
-        offsets only. With the group error every asked partition carries it too."""
+        offsets only (``require_stable``: UNSTABLE_OFFSET_COMMIT where a transactional commit
+        is pending). With the group error every asked partition carries it too."""
         try:
-            rows = await self._read(group_id, lambda s: s.fetch_offsets(group_id, topics))
+            rows = await self._read(group_id, (lambda s: s.fetch_stable_offsets(group_id, topics))
+                                    if require_stable
+                                    else (lambda s: s.fetch_offsets(group_id, topics)))
         except CoordinatorError as exc:
             return exc.code, [(name, [(p, -1, -1, "", exc.code) for p in parts])
                               for name, parts in (topics or [])]
         return E.NONE, rows
+
+    # Transactions ----------------------------------------------------------------------------
+    async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 generation: int, member_id: str, instance_id: str | None,
+                                 partitions: list[CommitPartition]) -> list[int]:
+        """TxnOffsetCommit: error per partition (request order) once the pending offsets are
+        durable."""
+        codes = [-1 if 0 <= p.partition < self._partition_count(p.topic)
+                 else E.UNKNOWN_TOPIC_OR_PARTITION for p in partitions]
+        accepted = [p for p, c in zip(partitions, codes, strict=True) if c == -1]
+        if not accepted:
+            return codes
+        result = self._write(
+            group_id, lambda s: s.txn_commit_offsets(group_id, producer_id, producer_epoch,
+                                                     generation, member_id, instance_id,
+                                                     accepted),
+            lambda exc: [error_code(exc)] * len(accepted))
+        if isinstance(result, asyncio.Future):
+            result = await result
+        return _merge(codes, result)
+
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
+                                   commit: bool) -> None:
+        """Write the COMMIT/ABORT marker of a transaction into ``__consumer_offsets-partition``
+        and apply it to the pending offsets; raises CoordinatorError when it cannot."""
+        ctx = self.runtime.context(partition)
+        _response, waiter = ctx.write(
+            lambda s: s.complete_transaction(producer_id, producer_epoch, commit))
+        if waiter is not None:
+            await waiter
 
     async def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]
                              ) -> tuple[int, dict[tuple[str, int], int]]:

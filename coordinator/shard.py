@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 from kafkette.protocol.consumer_group_records import RECORD_TYPES, decode_key, decode_value
 from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, RecordDecodeError
@@ -22,7 +23,7 @@ from .errors import CoordinatorError
 from .events import GroupEventLog
 from .group import GroupState
 from .group_manager import GroupMetadataManager
-from .log import RawRecord
+from .log import RawRecord, TxnMarker, TxnRecordKey
 from .offset_manager import (
     MIN_LENGTH_BY_VERSION,
     NOT_AN_OFFSET,
@@ -104,6 +105,9 @@ class GroupCoordinatorShard:
         return count
 
     def _replay_decoded(self, key_bytes: bytes, value: bytes | None) -> None:
+        if type(key_bytes) is not bytes:  # TxnRecordKey / TxnMarker (coordinator/log.py)
+            self._replay_transactional(key_bytes, value)
+            return
         try:
             key = decode_key(key_bytes)
             if isinstance(key, GroupMetadataKey):
@@ -123,11 +127,35 @@ class GroupCoordinatorShard:
                         self.partition, key.version)
             return
         if value is None:
-            self.offset_manager.replay_tombstone(key)
+            self.offset_manager.replay_tombstone(key, key_bytes)
             return
         if key.group not in self.consumer.groups:
             self.group_manager.ensure_group(key.group)
         self.offset_manager.replay_commit(key, key_bytes, value)
+
+    def _replay_transactional(self, key: object, value: bytes | None) -> None:
+        """A transactional offset commit stays pending until its marker: COMMIT materialises
+        it as a plain commit, ABORT drops it (Kafka's replayEndTransactionMarker)."""
+        if isinstance(key, TxnMarker):
+            for okey, key_bytes, data in self.offset_manager.txn.end(key.producer_id,
+                                                                     key.producer_epoch):
+                if key.commit:
+                    self.group_manager.ensure_group(okey.group)
+                    self.offset_manager.replay_commit(okey, key_bytes, data, materialised=True)
+            return
+        if not isinstance(key, TxnRecordKey):
+            return
+        try:
+            decoded = decode_key(key.key)
+        except RecordDecodeError as exc:
+            log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition,
+                        exc)
+            return
+        if isinstance(decoded, OffsetCommitKey):
+            prefix = self.offset_manager.txn.add(key.producer_id, key.producer_epoch, decoded,
+                                                 key.key, value)
+            if prefix is not None:
+                self.offset_manager.parts_by_prefix.pop(prefix, None)
 
     # Classic group membership (writes) -------------------------------------------------------
     def join_group(self, request: JoinRequest) -> Result:
@@ -235,6 +263,49 @@ class GroupCoordinatorShard:
             log.info("__consumer_offsets-%d: deleting %d offsets of deleted partitions",
                      self.partition, len(records))
         return Result(records, len(records))
+
+    # Transactions (writes) -------------------------------------------------------------------
+    def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                           generation: int, member_id: str, instance_id: str | None,
+                           partitions: list[CommitPartition]) -> Result:
+        """TxnOffsetCommit: checked like OffsetCommit, written in the producer's transaction
+        (pending until its marker). Response: per-partition errors."""
+        if self.offset_manager.txn.fenced(producer_id, producer_epoch):
+            return Result((), [E.PRODUCER_FENCED] * len(partitions))
+        # TxnOffsetCommit v0-2 carry no member or generation: Kafka accepts them unchecked.
+        legacy = generation < 0 and not member_id and instance_id is None
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:  # KIP-848 group: the generation is the member epoch
+            target: Any = commit_target(consumer_group, 9, is_transactional=True)
+            result = self.offset_manager.commit(target, group_id, generation, member_id,
+                                                instance_id, -1, partitions, 0,
+                                                self.context.now_ms(), validate=not legacy)
+        else:
+            group = self.groups.get(group_id)
+            if group is not None and group.is_in(S.DEAD):
+                return Result((), [E.COORDINATOR_NOT_AVAILABLE] * len(partitions))
+            result = self.offset_manager.commit(group, group_id, generation, member_id,
+                                                instance_id, -1, partitions, 0,
+                                                self.context.now_ms(),
+                                                validate=not (legacy and group is not None))
+        records = [(TxnRecordKey(producer_id, producer_epoch, k), v) for k, v in result.records]
+        return Result(records, result.response)
+
+    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> Result:
+        """The transaction's marker on this partition (Kafka's scheduleTransactionCompletion)."""
+        return Result([(TxnMarker(producer_id, producer_epoch, commit), None)], None)
+
+    def fetch_stable_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
+                             ) -> list[FetchedTopic]:
+        """fetch_offsets with require_stable: a partition with a pending transactional commit
+        answers UNSTABLE_OFFSET_COMMIT."""
+        rows = self.fetch_offsets(group_id, topics)
+        unstable = self.offset_manager.txn.unstable(group_id)
+        if not unstable:
+            return rows
+        return [(topic, [(p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT) if (topic, p) in unstable
+                         else (p, o, ep, md, err) for p, o, ep, md, err in parts])
+                for topic, parts in rows]
 
     # Reads -----------------------------------------------------------------------------------
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None

@@ -11,7 +11,7 @@ import logging
 import os
 from pathlib import Path
 
-from kafkette.protocol.records import build_batch, decode_records, iter_batches
+from kafkette.protocol.records import BatchHeader, build_batch, decode_records, iter_batches
 
 from .log import PartitionLog
 from .segment import Segment, segment_name
@@ -71,6 +71,10 @@ async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
         if seg.max_timestamp > cutoff:
             sealed = sealed[:i]
             break
+    # Nothing at or past the last stable offset: an open transaction may still abort.
+    lso = plog.last_stable_offset
+    while sealed and sealed[-1].next_offset > lso:
+        sealed = sealed[:-1]
     if not sealed or sealed[-1].next_offset <= plog.cleaned_upto:
         return False
     if dirty_ratio(plog, sealed) < cfg.min_cleanable_dirty_ratio:
@@ -108,8 +112,12 @@ async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
 def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segment]:
     cfg = plog.config
     latest: dict[bytes, int] = {}
+    upper = sealed[-1].next_offset
+    aborted = _aborted_ranges(plog)
     for header, data in plog.iter_batches(0):
-        if header.is_control:
+        if header.base_offset >= upper:
+            break
+        if header.is_control or (aborted and _is_aborted(aborted, header)):
             continue
         for rec in decode_records(data):
             if rec.key is not None:
@@ -127,6 +135,8 @@ def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segme
             data = os.pread(seg.fd, seg.size, 0)
             for header, view in iter_batches(data):
                 raw = bytes(view)
+                if aborted and not header.is_control and _is_aborted(aborted, header):
+                    continue  # records of an aborted transaction: never read_committed
                 if header.is_control:
                     kept_bytes = raw
                     last, max_ts = header.last_offset, header.max_timestamp
@@ -159,6 +169,21 @@ def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segme
             os.close(fd)
         out.append(new)
     return out
+
+
+def _aborted_ranges(plog: PartitionLog) -> dict[int, list[tuple[int, int]]]:
+    """(first offset, marker offset) of each aborted transaction, by producer id."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for txn in plog.producers.aborted:
+        out.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return out
+
+
+def _is_aborted(aborted: dict[int, list[tuple[int, int]]], header: BatchHeader) -> bool:
+    if not header.is_transactional:
+        return False
+    offset = header.base_offset
+    return any(first <= offset < last for first, last in aborted.get(header.producer_id, ()))
 
 
 def _discard(segments: list[Segment]) -> None:

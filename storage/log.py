@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkette.protocol.control_records import control_type
 from kafkette.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -32,6 +33,7 @@ from kafkette.protocol.records import (
     set_log_append_time,
 )
 
+from . import txn_index
 from .producer_state import ProducerStateTable
 from .recovery import load_segments
 from .segment import Segment, segment_name
@@ -268,6 +270,14 @@ class PartitionLog:
             seg.add(last, seg.size, h.max_timestamp)
             seg.size += size
             self.producers.update(h, base, last)
+            if h.attributes & 0x10:  # transactional
+                aborted = self.producers.on_batch(h, base, last, control_type(view[pos:pos + size])
+                                                  if h.attributes & 0x20 else -1)
+                if aborted is not None:
+                    first = self.producers.first_unstable_offset()
+                    data = txn_index.entry(aborted, last + 1 if first is None else first)
+                    path = seg.path.with_name(segment_name(seg.base_offset, txn_index.SUFFIX))
+                    self._writer.call_nowait(lambda p=path, d=data: txn_index.append(p, d))
             self._next = last + 1
             records += h.records_count
             pos += size
@@ -429,11 +439,19 @@ class PartitionLog:
                 f"offset {offset} is out of range [{self._log_start}, {self._hw}] for "
                 f"{self.topic}-{self.partition}")
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> LogSlice | None:
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: below it no transaction is open (the high watermark when none is)."""
+        first = self.producers.first_unstable_offset()
+        return self._hw if first is None or first > self._hw else first
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
+             upto: int | None = None) -> LogSlice | None:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` (at least one batch
-        when ``min_one``) and only below the high watermark; None when there is nothing yet."""
+        when ``min_one``) and only below the high watermark (or ``upto``, the LSO of a
+        read_committed fetch); None when there is nothing yet."""
         self.check_offset(offset)
-        hw = self._hw
+        hw = self._hw if upto is None else min(upto, self._hw)
         if offset >= hw:
             return None
         idx = max(bisect_right(self._bases, offset) - 1, 0)
@@ -610,6 +628,7 @@ class PartitionLog:
             self._segments.remove(s)
         self._bases = [s.base_offset for s in self._segments]
         self._log_start = max(self._log_start, self._segments[0].base_offset)
+        self.producers.forget_before(self._log_start)
         log.info("%s-%d: deleted %d segment(s) (%s); log start offset is now %d",
                  self.topic, self.partition, len(segments), reason, self._log_start)
         self._writer.call_nowait(lambda: [_unlink_segment_files(s) for s in segments])
@@ -688,7 +707,7 @@ def _close_all(fds: list[int]) -> None:
 
 
 def _unlink_segment_files(seg: Segment) -> None:
-    for suffix in (".log", ".index", ".timeindex"):
+    for suffix in (".log", ".index", ".timeindex", txn_index.SUFFIX):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(seg.path.with_name(segment_name(seg.base_offset, suffix)))
 

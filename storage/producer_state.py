@@ -1,10 +1,17 @@
-"""Idempotent-producer state per partition: the last batches of each producer id.
+"""Producer state per partition: the last batches of each producer id, the open transactions
+and the aborted-transaction index.
 
 Mirrors Kafka's ProducerStateManager checks for non-transactional producers: a batch equal to
 one of the last five of its producer is a duplicate (acknowledged with the original offsets,
 not appended again); an epoch older than the current one is fenced; otherwise the first
 sequence must follow the last one (any sequence is accepted from a producer the log does not
 know, e.g. after its records were deleted).
+
+Transactions (Kafka's ProducerStateManager + TransactionIndex): a transactional batch opens its
+producer's transaction at its first offset; a COMMIT/ABORT control batch closes it. The last
+stable offset (LSO) is the first offset of the oldest open transaction, else the high
+watermark. An aborted transaction is kept as (producer id, first offset, last offset) in log
+order: the aborted-transaction index a read_committed fetch consults for its range.
 """
 
 from __future__ import annotations
@@ -49,9 +56,56 @@ def _in_sequence(last_seq: int, first_seq: int) -> bool:
     return first_seq == last_seq + 1 or (first_seq == 0 and last_seq == _INT32_MAX)
 
 
+@dataclass(slots=True, frozen=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the ABORT marker's offset
+
+
 class ProducerStateTable:
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self.aborted: list[AbortedTxn] = []  # in marker order
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction (None: none is open)."""
+        ongoing = self.ongoing
+        return min(ongoing.values()) if ongoing else None
+
+    def aborted_in(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions that may have records in [start, end) (Kafka's
+        collectAbortedTxns): first offset below ``end`` and marker at or after ``start``."""
+        aborted = self.aborted
+        if not aborted:
+            return []
+        return [a for a in aborted if a.last_offset >= start and a.first_offset < end]
+
+    def on_batch(self, header: BatchHeader, base_offset: int, last_offset: int,
+                 control_type: int) -> AbortedTxn | None:
+        """Track the transaction of a transactional batch (``control_type``: -1 for data,
+        0 ABORT, 1 COMMIT) after ``update``; the aborted transaction an ABORT marker closes."""
+        pid = header.producer_id
+        if control_type < 0:
+            if pid not in self.ongoing:
+                self.ongoing[pid] = base_offset
+            return None
+        entry = self.entries.get(pid)
+        if entry is None or header.producer_epoch > entry.epoch:
+            # A marker carries the coordinator's (possibly bumped) epoch: older epochs are fenced.
+            self.entries[pid] = ProducerEntry(header.producer_epoch)
+        first = self.ongoing.pop(pid, None)
+        if control_type == 0 and first is not None:
+            txn = AbortedTxn(pid, first, last_offset)
+            self.aborted.append(txn)
+            return txn
+        return None
+
+    def forget_before(self, log_start: int) -> None:
+        """Aborted transactions whose marker is below the log start are never fetched again."""
+        if self.aborted and self.aborted[0].last_offset < log_start:
+            self.aborted = [a for a in self.aborted if a.last_offset >= log_start]
 
     def check(self, header: BatchHeader) -> _CachedBatch | None:
         """Validate an incoming idempotent batch; the original batch when it is a duplicate."""
@@ -89,6 +143,8 @@ class ProducerStateTable:
 
     def truncate(self, next_offset: int) -> None:
         """Forget batches at or beyond ``next_offset`` (the log was truncated)."""
+        self.ongoing = {p: o for p, o in self.ongoing.items() if o < next_offset}
+        self.aborted = [a for a in self.aborted if a.last_offset < next_offset]
         for pid in list(self.entries):
             entry = self.entries[pid]
             kept = [b for b in entry.batches if b.last_offset < next_offset]

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
+from kafkette.protocol.control_records import control_type
 from kafkette.protocol.records import BatchHeader
 
+from . import txn_index
 from .producer_state import ProducerStateTable
 from .segment import Segment, scan_segment, segment_name
 from .topic_config import LogConfig
-
 
 
 class PartitionLog(Protocol):
@@ -108,8 +109,10 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
         segments.append(seg)
         # The active segment's CRCs are always checked (cheap next to a whole log, and kafkette
         # did so before it kept recovery points); Kafka skips them after a clean shutdown.
-        valid, problem = scan_segment(seg.fd, verify=unflushed or next_base is None, on_batch=_indexer(plog, seg),
-                                       base_offset=base)
+        aborted: list[bytes] = []  # .txnindex entries of the ABORT markers in this segment
+        valid, problem = scan_segment(seg.fd, verify=unflushed or next_base is None,
+                                      on_batch=_indexer(plog, seg, aborted), base_offset=base)
+        txn_index.rewrite(directory, base, aborted)
         seg.size = valid
         seg.sealed = next_base is not None
         if problem is None:
@@ -142,16 +145,28 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
     return segments
 
 
-def _indexer(plog: PartitionLog, seg: Segment) -> Callable[[BatchHeader, int], None]:
+def _indexer(plog: PartitionLog, seg: Segment, entries: list[bytes]
+             ) -> Callable[[BatchHeader, int], None]:
     def on_batch(header: BatchHeader, position: int) -> None:
         seg.add(header.last_offset, position, header.max_timestamp)
         plog.producers.update(header, header.base_offset, header.last_offset)
+        if header.is_transactional:
+            kind = -1
+            if header.is_control:
+                assert seg.fd is not None
+                kind = control_type(os.pread(seg.fd, min(header.size, 128), position))
+            aborted = plog.producers.on_batch(header, header.base_offset, header.last_offset,
+                                              kind)
+            if aborted is not None:
+                first = plog.producers.first_unstable_offset()
+                entries.append(txn_index.entry(
+                    aborted, header.last_offset + 1 if first is None else first))
 
     return on_batch
 
 
 def _unlink_segment(directory: Path, log_path: Path) -> None:
     base = int(log_path.stem)
-    for suffix in (".log", ".index", ".timeindex"):
+    for suffix in (".log", ".index", ".timeindex", txn_index.SUFFIX):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(directory / segment_name(base, suffix))

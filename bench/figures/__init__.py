@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("startup", "groups", "commit", "load", "throughput", "replay", "memory")
+MODULES = ("startup", "groups", "commit", "load", "throughput", "replay", "memory",
+           "transactions")
 
 
 def all_figures() -> list:

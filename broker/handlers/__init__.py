@@ -18,4 +18,5 @@ from . import (  # noqa: F401
     offset_for_leader_epoch,
     offsets,
     produce,
+    transactions,
 )

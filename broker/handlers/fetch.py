@@ -23,6 +23,7 @@ from ..services.records import FetchSession, PartitionRead
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PART_FIXED = struct.Struct(">ihqqq")  # index, error, high watermark, last stable, log start
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
 _FETCH_SESSION_ID_NOT_FOUND = 70
 
 
@@ -83,10 +84,15 @@ def _encode(version: int, keys: list[Any], reads: list[list[PartitionRead]],
         b.array_len(len(parts))
         for r in parts:
             hw = r.high_watermark
-            b.raw(_PART_FIXED.pack(r.partition, r.error.value, hw, hw,
+            lso = hw if r.last_stable_offset < 0 else r.last_stable_offset
+            b.raw(_PART_FIXED.pack(r.partition, r.error.value, hw, lso,
                                    r.log_start_offset)[: 22 if version < 5 else 30])
             if read_committed:
-                b.array_len(0)
+                aborted = r.aborted or ()
+                b.array_len(len(aborted))
+                for txn in aborted:
+                    b.raw(_ABORTED.pack(txn.producer_id, txn.first_offset))
+                    b.tags()
             else:
                 b.raw(b"\x00" if b.flexible else b"\xff\xff\xff\xff")  # null aborted txns
             if version >= 11:
@@ -113,7 +119,7 @@ def handle_fetch(ctx: RequestContext, req: Any):
     read_committed = getattr(req, "isolation_level", 0) == 1
 
     def answer() -> tuple[SplicedResponse, int, bool]:
-        reads, total, error = session.read(req.max_bytes)
+        reads, total, error = session.read(req.max_bytes, read_committed)
         return _encode(version, keys, reads, read_committed), total, error
 
     response, total, error = answer()

@@ -1,4 +1,5 @@
-"""FindCoordinator (key 10), v0-6: the node leading the group's __consumer_offsets partition."""
+"""FindCoordinator (key 10), v0-6: the node leading the group's __consumer_offsets partition
+(key type 0) or the transactional id's __transaction_state partition (key type 1)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,33 @@ from ..context import RequestContext
 from ..registry import api
 from ._groups_common import ZERO, coordinator
 
-GROUP = 0
+GROUP, TRANSACTION = 0, 1
+COORDINATOR_NOT_AVAILABLE = 15
+
+
+def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str, int]:
+    if key_type != TRANSACTION:
+        return coordinator(ctx).find_coordinator(key, key_type)
+    txn = ctx.services.groups.transaction_coordinator()
+    error = COORDINATOR_NOT_AVAILABLE if txn is None else txn.find_coordinator(key)
+    if error:
+        return error, -1, "", -1
+    host, port = ctx.cluster.advertised
+    return 0, ctx.cluster.node_id, host, port
 
 
 @api(10, 0, 6)
 def handle_find_coordinator(ctx: RequestContext, req):
     key_type = getattr(req, "key_type", GROUP)
-    coord = coordinator(ctx)
     if ctx.api_version >= 4:
         entry_cls = item_type(ctx.response_type, "coordinators")
         entries = []
         for key in req.coordinator_keys:
-            error, node, host, port = _on_this_listener(ctx, coord.find_coordinator(key, key_type))
+            error, node, host, port = _on_this_listener(ctx, _find(ctx, key, key_type))
             entries.append(make(entry_cls, key=key, node_id=node, host=host, port=port,
                                 error_code=ErrorCode(error), error_message=None))
         return ctx.respond(throttle_time=ZERO, coordinators=tuple(entries))
-    error, node, host, port = _on_this_listener(ctx, coord.find_coordinator(req.key, key_type))
+    error, node, host, port = _on_this_listener(ctx, _find(ctx, req.key, key_type))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error), error_message=None,
                        node_id=node, host=host, port=port)
 

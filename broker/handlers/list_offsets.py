@@ -15,11 +15,13 @@ from ._partitions import per_partition_async
 @api(2, 1, 10)
 async def handle_list_offsets(ctx: RequestContext, req: Any):
     records = ctx.services.records
+    read_committed = getattr(req, "isolation_level", 0) == 1
 
     async def answer(topic: str, p: Any) -> dict[str, Any]:
         code, ts, offset, epoch = ErrorCode.none, -1, -1, -1
         try:
-            ts, offset, epoch = await records.list_offset(topic, p.partition_index, p.timestamp)
+            ts, offset, epoch = await records.list_offset(topic, p.partition_index, p.timestamp,
+                                                          read_committed)
         except ServiceError as exc:
             code = exc.code
         return dict(partition_index=p.partition_index, error_code=code, timestamp=ts,

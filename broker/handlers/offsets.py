@@ -80,14 +80,16 @@ async def handle_offset_fetch(ctx: RequestContext, req):
             member_id, member_epoch = getattr(g, "member_id", None), getattr(g, "member_epoch", -1)
             if member_id is not None or member_epoch >= 0:  # v9, KIP-848 members
                 error, rows = await coord.fetch_offsets_as_member(
-                    g.group_id, member_id, member_epoch, _wanted(g.topics))
+                    g.group_id, member_id, member_epoch, _wanted(g.topics), req.require_stable)
             else:
-                error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics))
+                error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics),
+                                                        req.require_stable)
             out.append(make(group_cls, group_id=g.group_id, error_code=ErrorCode(error),
                             topics=_topics(group_cls, rows if error == E.NONE else [])))
         return ctx.respond(throttle_time=ZERO, groups=tuple(out))
     topics = req.topics if v >= 2 else (req.topics or ())
-    error, rows = await coord.fetch_offsets(req.group_id, _wanted(topics))
+    error, rows = await coord.fetch_offsets(req.group_id, _wanted(topics),
+                                            getattr(req, "require_stable", False))
     if v < 2:
         return ctx.respond(topics=_topics(cls, rows, copy_error=error if error else None))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error),

@@ -29,6 +29,10 @@ def handle_produce(ctx: RequestContext, req: Any):
     records = ctx.services.records
     results: list[tuple[str, list[tuple[int, Any]]]] = []
     pending: list[Any] = []
+    verify = None
+    if req.transactional_id is not None:
+        txn = ctx.services.groups.transaction_coordinator()
+        verify = txn.verifier(req.transactional_id) if txn is not None else _not_available
     for tdata in req.topic_data:
         parts: list[tuple[int, Any]] = []
         for pdata in tdata.partition_data:
@@ -38,7 +42,7 @@ def handle_produce(ctx: RequestContext, req: Any):
             else:
                 try:
                     outcome = records.append(tdata.name, pdata.index, pdata.records, acks,
-                                             ctx.client_id)
+                                             ctx.client_id, verify)
                     if not isinstance(outcome, AppendInfo):
                         pending.append(outcome)
                 except ServiceError as failed:
@@ -72,6 +76,10 @@ def handle_produce(ctx: RequestContext, req: Any):
         return answer(done)
 
     return finish()
+
+
+def _not_available(_topic: str, _partition: int, _pid: int, _epoch: int) -> int:
+    return ErrorCode.coordinator_not_available.value
 
 
 @cache

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..offsets_log import consumer_group_config, start_coordinator
+from .transactions import TRANSACTION_TOPIC, start_transaction_coordinator
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.transaction.service import TransactionCoordinator
     from kafkette.storage.topics import LogManager
+
+log = logging.getLogger("kafkette.transactions")
 
 
 class GroupService:
@@ -23,11 +29,32 @@ class GroupService:
         self._advertised = advertised
         self.coordinator: GroupCoordinator | None = None
         consumer_group_config(config)  # a bad group.consumer.* value stops the broker at start
+        # the transaction coordinator, started after the group coordinator (its markers reach
+        # __consumer_offsets through it); None until loaded
+        self.transactions: TransactionCoordinator | None = None
+        self._txn_start: asyncio.Future | None = None
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
                                              self._advertised)
+        if self._logs.topic(TRANSACTION_TOPIC) is not None:
+            await self._start_transactions()
+
+    def transaction_coordinator(self) -> TransactionCoordinator | None:
+        """The transaction coordinator; None while it loads. As in Kafka, the first use creates
+        ``__transaction_state`` (the caller answers COORDINATOR_NOT_AVAILABLE meanwhile)."""
+        if self.transactions is None and self._txn_start is None and self.coordinator is not None:
+            self._txn_start = asyncio.ensure_future(self._start_transactions())
+        return self.transactions
+
+    async def _start_transactions(self) -> None:
+        try:
+            self.transactions = await start_transaction_coordinator(
+                self._logs, self._config, self._clock, lambda: self.coordinator)
+        except Exception:
+            log.exception("starting the transaction coordinator failed")
+            self._txn_start = None
 
     def on_topics_changed(self) -> None:
         """A topic was created, deleted or grew (the topic service calls this)."""
@@ -35,6 +62,11 @@ class GroupService:
             self.coordinator.on_topics_changed()
 
     async def stop(self) -> None:
+        if self._txn_start is not None:
+            await asyncio.wait([self._txn_start])
+        txn, self.transactions = self.transactions, None
+        if txn is not None:
+            await txn.stop()
         coord, self.coordinator = self.coordinator, None
         if coord is not None:
             await coord.stop()

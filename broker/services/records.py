@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,9 @@ from kafkette.storage.topics import LogManager, TopicInfo
 from ..stats import BrokerStats
 from .errors import ServiceError, service_error, unknown_partition
 
+# (topic, partition, producer id, epoch) -> error code (0: the partition is in the transaction)
+TxnVerifier = Callable[[str, int, int, int], int]
+
 # Kafka lets only its own admin client (AdminUtils.ADMIN_CLIENT_ID) produce to internal topics.
 ADMIN_CLIENT_ID = "__admin_client"
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -42,15 +45,21 @@ class RecordService:
             raise unknown_partition()
         return plog
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        return self._logs.get_partition(topic, partition) is not None
+
     def _internal(self, topic: str) -> bool:
         info = self._logs.topic(topic)
         return info is not None and info.internal
 
     # Produce -----------------------------------------------------------------------------------
     def append(self, topic: str, partition: int, records: bytes | None, acks: int,
-               client_id: str | None) -> AppendInfo | Awaitable[AppendInfo]:
+               client_id: str | None, verify_txn: TxnVerifier | None = None
+               ) -> AppendInfo | Awaitable[AppendInfo]:
         """Validate and start the append of one partition's batch: its AppendInfo when written
-        inline, else an awaitable of it (durable under the flush policy)."""
+        inline, else an awaitable of it (durable under the flush policy). ``verify_txn``:
+        asked before a transactional batch opens a transaction on this partition (Kafka's
+        transaction.partition.verification: no hanging transaction from a zombie)."""
         plog = self._partition(topic, partition)
         if self._internal(topic) and client_id != ADMIN_CLIENT_ID:
             raise ServiceError(ErrorCode.invalid_topic_exception,
@@ -61,6 +70,12 @@ class RecordService:
             records, header = validate_produced_batch(records)
         except CorruptRecordError as exc:
             raise service_error(exc) from None
+        if header.attributes & 0x10 and verify_txn is not None and \
+                header.producer_id not in plog.producers.ongoing:
+            code = verify_txn(topic, partition, header.producer_id, header.producer_epoch)
+            if code:
+                raise ServiceError(ErrorCode(code), "the partition is not in the producer's "
+                                   "ongoing transaction")
         cfg = plog.config
         if acks == -1 and cfg.min_insync_replicas > 1:
             # One broker is the whole ISR: acks=all cannot meet a larger min.insync.replicas.
@@ -89,13 +104,19 @@ class RecordService:
         return FetchSession(self._logs, topics, self._stats)
 
     # ListOffsets / OffsetForLeaderEpoch / DeleteRecords ----------------------------------------
-    async def list_offset(self, topic: str, partition: int, timestamp: int
-                          ) -> tuple[int, int, int]:
-        """(timestamp, offset, leader epoch) as Kafka answers ListOffsets."""
+    async def list_offset(self, topic: str, partition: int, timestamp: int,
+                          read_committed: bool = False) -> tuple[int, int, int]:
+        """(timestamp, offset, leader epoch) as Kafka answers ListOffsets (LATEST of a
+        read_committed request: the last stable offset)."""
         plog = self._partition(topic, partition)
+        if read_committed and timestamp == LATEST:
+            return -1, plog.last_stable_offset, LEADER_EPOCH
         if timestamp >= 0 or timestamp == MAX_TIMESTAMP:
             # Reads a batch from the segment file: keep it off the event loop.
-            return await asyncio.to_thread(_lookup, plog, timestamp)
+            found = await asyncio.to_thread(_lookup, plog, timestamp)
+            if read_committed and found[1] >= plog.last_stable_offset:
+                return -1, -1, -1  # Kafka: only offsets below the last fetchable one
+            return found
         return _lookup(plog, timestamp)
 
     def end_offset_for_epoch(self, topic: str, partition: int, current_leader_epoch: int,
@@ -170,6 +191,8 @@ class PartitionRead:
     high_watermark: int = -1
     log_start_offset: int = -1
     records: LogSlice | None = None
+    last_stable_offset: int = -1  # -1: the high watermark (no open transaction)
+    aborted: list[Any] | None = None  # read_committed: AbortedTxn of the range
 
 
 @dataclass(slots=True)
@@ -211,9 +234,11 @@ class FetchSession:
                     targets.append(_Target(p, plog, ErrorCode.none))
             self.topics.append(targets)
 
-    def read(self, max_bytes: int) -> tuple[list[list[PartitionRead]], int, bool]:
+    def read(self, max_bytes: int, read_committed: bool = False
+             ) -> tuple[list[list[PartitionRead]], int, bool]:
         """(reads per topic, record bytes, any partition error); at least one batch is returned
-        even above ``max_bytes`` so consumers make progress (KIP-74)."""
+        even above ``max_bytes`` so consumers make progress (KIP-74). ``read_committed``: up
+        to the last stable offset, with the aborted transactions of the range."""
         remaining = max_bytes
         min_one = True
         total = 0
@@ -232,9 +257,14 @@ class FetchSession:
                 if plog is None:
                     reads.append(PartitionRead(p.partition, t.error))
                     continue
+                lso = plog.last_stable_offset if plog.producers.ongoing else -1
                 try:
                     limit = max(min(p.partition_max_bytes, remaining), 0)
-                    slice_ = plog.read(p.fetch_offset, limit, min_one=min_one)
+                    if read_committed:
+                        slice_ = plog.read(p.fetch_offset, limit, min_one=min_one,
+                                           upto=plog.last_stable_offset)
+                    else:
+                        slice_ = plog.read(p.fetch_offset, limit, min_one=min_one)
                 except OffsetOutOfRangeError:
                     reads.append(PartitionRead(p.partition, ErrorCode.offset_out_of_range))
                     error = True
@@ -244,8 +274,12 @@ class FetchSession:
                     remaining -= slice_.size
                     total += slice_.size
                     topic_bytes[plog.topic] = topic_bytes.get(plog.topic, 0) + slice_.size
-                reads.append(PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
-                                           plog.log_start_offset, slice_))
+                read = PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
+                                     plog.log_start_offset, slice_, lso)
+                if read_committed and slice_ is not None and plog.producers.aborted:
+                    read.aborted = plog.producers.aborted_in(p.fetch_offset,
+                                                             plog.last_stable_offset)
+                reads.append(read)
             out.append(reads)
         return out, total, error
 

@@ -3,6 +3,8 @@
 //   java KafketteClient produce  BOOTSTRAP TOPIC COUNT PREFIX PARTITIONS
 //   java KafketteClient consume  BOOTSTRAP TOPIC COUNT
 //   java KafketteClient member   BOOTSTRAP TOPIC GROUP SESSION_MS   (stdin: commit | close)
+//   java KafketteClient txcopy   BOOTSTRAP IN OUT GROUP TRANSACTIONAL_ID COUNT
+//       (consume-transform-produce with sendOffsetsToTransaction; the first transaction aborts)
 // Prints one JSON object per line.
 
 import java.io.BufferedReader;
@@ -10,6 +12,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -23,6 +26,8 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -81,6 +86,7 @@ public final class KafketteClient {
             case "consume" -> consume(bootstrap, topic, Integer.parseInt(args[3]));
             case "member" -> member(bootstrap, topic, args[3], Integer.parseInt(args[4]),
                     args.length > 5 ? args[5] : "classic");
+            case "txcopy" -> txcopy(bootstrap, topic, args[3], args[4], args[5], Integer.parseInt(args[6]));
             default -> throw new IllegalArgumentException(cmd);
         }
         emit("done", "");
@@ -129,6 +135,44 @@ public final class KafketteClient {
                     record(r);
                     seen++;
                 }
+            }
+        }
+    }
+
+    static void txcopy(String bootstrap, String in, String out, String group, String tid, int count) {
+        Properties c = base(bootstrap);
+        c.put("group.id", group);
+        c.put("enable.auto.commit", "false");
+        c.put("auto.offset.reset", "earliest");
+        c.put("isolation.level", "read_committed");
+        Properties p = base(bootstrap);
+        p.put("transactional.id", tid);
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c);
+             KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            consumer.subscribe(List.of(in));
+            int copied = 0;
+            boolean aborted = false;
+            while (copied < count) {
+                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) continue;
+                producer.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                for (ConsumerRecord<String, String> r : records) {
+                    producer.send(new ProducerRecord<>(out, r.key(), r.value()));
+                    offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                if (!aborted) {
+                    aborted = true;
+                    producer.abortTransaction();
+                    for (TopicPartition tp : records.partitions()) consumer.seek(tp, records.records(tp).get(0).offset());
+                    emit("aborted", "\"records\":" + records.count());
+                    continue;
+                }
+                producer.commitTransaction();
+                copied += records.count();
+                emit("committed", "\"records\":" + records.count());
             }
         }
     }

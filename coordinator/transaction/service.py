@@ -1,0 +1,125 @@
+"""The transaction coordinator service (Kafka's TransactionCoordinator front): routes a
+transactional id to its ``__transaction_state`` partition, runs ops through the runtime and
+maps failures to the error codes the transaction APIs answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..clock import Clock
+from ..errors import CoordinatorError
+from ..log import CoordinatorLog
+from ..runtime import CoordinatorRuntime, PartitionContext
+from ..service import error_code, partition_for
+from . import errors as TE
+from .shard import MAX_EPOCH, TransactionShard, TxnConfig, TxnMetadata
+
+log = logging.getLogger("kafkette.transactions")
+NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE = 16, 15
+
+
+class TransactionCoordinator:
+    def __init__(self, node_id: int, num_partitions: int, clock: Clock, config: TxnConfig,
+                 log_factory: Callable[[int], CoordinatorLog],
+                 allocate_producer_id: Callable[[], Awaitable[int]],
+                 linger_ms: int = 0, write_timeout_ms: int = 5000) -> None:
+        self.node_id = node_id
+        self.num_partitions = num_partitions
+        self.config = config
+        self._allocate = allocate_producer_id
+        self.runtime = CoordinatorRuntime(
+            clock, log_factory, lambda ctx: TransactionShard(ctx.partition, ctx, config),
+            linger_ms, write_timeout_ms)
+        self.started = False
+
+    async def start(self) -> None:
+        t0 = time.perf_counter()
+        self.started = True
+        counts = await asyncio.gather(*(self.runtime.load(p) for p in range(self.num_partitions)))
+        log.info("transaction coordinator loaded %d records from %d partitions in %.0f ms",
+                 sum(counts), self.num_partitions, (time.perf_counter() - t0) * 1000)
+
+    async def stop(self) -> None:
+        await self.runtime.close()
+        self.started = False
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.num_partitions)
+
+    def context_for(self, transactional_id: str) -> PartitionContext:
+        if not self.started:
+            raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
+        return self.runtime.context(self.partition_for(transactional_id))
+
+    async def _write(self, tid: str, op: Callable[[TransactionShard], Any],
+                     on_error: Callable[[int], Any]) -> Any:
+        try:
+            response, waiter = self.context_for(tid).write(op)
+            if waiter is not None:
+                response = await waiter
+        except Exception as exc:  # noqa: BLE001 - mapped to the API's code
+            return on_error(error_code(exc))
+        return response
+
+    # APIs ------------------------------------------------------------------------------------
+    async def init_producer_id(self, tid: str, timeout_ms: int, expected_pid: int = -1,
+                               expected_epoch: int = -1) -> tuple[int, int, int]:
+        """(error, producer id, epoch)."""
+        if not tid:
+            return TE.INVALID_REQUEST, -1, -1
+        try:
+            ctx = self.context_for(tid)
+            known = await ctx.read(lambda s: s.transactions.get(tid))
+        except CoordinatorError as exc:
+            return exc.code, -1, -1
+        # A new id, or one whose epoch is about to run out, gets a fresh producer id.
+        new_pid = await self._allocate() if known is None or \
+            known.producer_epoch >= MAX_EPOCH - 1 else -1
+        return await self._write(
+            tid, lambda s: s.init_producer_id(tid, timeout_ms, new_pid, expected_pid,
+                                              expected_epoch),
+            lambda code: (code, -1, -1))
+
+    async def add_partitions(self, tid: str, pid: int, epoch: int,
+                             partitions: dict[str, set[int]]) -> int:
+        return await self._write(tid, lambda s: s.add_partitions(tid, pid, epoch, partitions),
+                                 lambda code: code)
+
+    async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool) -> int:
+        return await self._write(tid, lambda s: s.end_txn(tid, pid, epoch, commit),
+                                 lambda code: code)
+
+    async def describe(self, tid: str) -> tuple[int, TxnMetadata | None]:
+        try:
+            md = await self.context_for(tid).read(lambda s: s.describe(tid))
+        except CoordinatorError as exc:
+            return exc.code, None
+        return (TE.NONE, md) if md is not None else (TE.TRANSACTIONAL_ID_NOT_FOUND, None)
+
+    async def list(self) -> list[TxnMetadata]:
+        out: list[TxnMetadata] = []
+        for ctx in self.runtime.active():
+            out.extend(await ctx.read(lambda s: s.list()))
+        return out
+
+    def verifier(self, tid: str) -> Callable[[str, int, int, int], int]:
+        """For Produce: may (producer id, epoch) of ``tid`` write transactional data into a
+        partition? The state in memory is enough: the client produces only once its
+        AddPartitionsToTxn was answered (durable)."""
+        def verify(topic: str, partition: int, pid: int, epoch: int) -> int:
+            ctx = self.runtime.contexts.get(self.partition_for(tid))
+            if ctx is None or ctx.shard is None:
+                return NOT_COORDINATOR
+            return ctx.shard.verify_partition(tid, pid, epoch, topic, partition)
+        return verify
+
+    def find_coordinator(self, tid: str) -> int:
+        """The error of FindCoordinator(key type 1) for ``tid`` (NONE: this node)."""
+        if not self.started:
+            return COORDINATOR_NOT_AVAILABLE
+        ctx = self.runtime.contexts.get(self.partition_for(tid))
+        return TE.NONE if ctx is not None else NOT_COORDINATOR

@@ -1,0 +1,123 @@
+"""``__transaction_state`` records, byte-exact with Kafka's TransactionLogKey (version 0) and
+TransactionLogValue (version 0, written for transaction version 0/1; version 1, flexible with
+tagged fields, is read too)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from .records import _read_varint
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_HEAD = struct.Struct(">qhib")  # producer id, epoch, timeout, status
+_TIMES = struct.Struct(">qq")
+
+EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD, \
+    PREPARE_EPOCH_FENCE = range(8)
+STATE_NAMES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+               "CompleteAbort", "Dead", "PrepareEpochFence")
+
+
+class TransactionRecordDecodeError(ValueError):
+    pass
+
+
+@dataclass(slots=True)
+class TransactionLogValue:
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: int
+    partitions: dict[str, set[int]] = field(default_factory=dict)
+    last_update_ms: int = -1
+    start_ms: int = -1
+    previous_producer_id: int = -1
+
+
+def encode_key(transactional_id: str) -> bytes:
+    raw = transactional_id.encode()
+    return _I16.pack(0) + _I16.pack(len(raw)) + raw
+
+
+def decode_key(key: bytes) -> str:
+    try:
+        (version,) = _I16.unpack_from(key, 0)
+        if version != 0:
+            raise TransactionRecordDecodeError(f"unknown transaction log key version {version}")
+        (n,) = _I16.unpack_from(key, 2)
+        if n < 0 or 4 + n > len(key):
+            raise TransactionRecordDecodeError("bad transactional id length")
+        return key[4:4 + n].decode()
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise TransactionRecordDecodeError(str(exc)) from None
+
+
+def encode_value(v: TransactionLogValue) -> bytes:
+    out = bytearray(_I16.pack(0))
+    out += _HEAD.pack(v.producer_id, v.producer_epoch, v.timeout_ms, v.state)
+    if v.state == EMPTY:
+        out += _I32.pack(-1)  # Kafka writes no partitions (null) for Empty
+    else:
+        out += _I32.pack(len(v.partitions))
+        for topic in sorted(v.partitions):
+            raw = topic.encode()
+            parts = sorted(v.partitions[topic])
+            out += _I16.pack(len(raw)) + raw + _I32.pack(len(parts))
+            out += struct.pack(f">{len(parts)}i", *parts)
+    out += _TIMES.pack(v.last_update_ms, v.start_ms)
+    return bytes(out)
+
+
+def decode_value(data: bytes) -> TransactionLogValue:
+    try:
+        (version,) = _I16.unpack_from(data, 0)
+        if version not in (0, 1):
+            raise TransactionRecordDecodeError(f"unknown transaction log value version {version}")
+        flexible = version >= 1
+        pid, epoch, timeout, state = _HEAD.unpack_from(data, 2)
+        pos = 2 + _HEAD.size
+        count, pos = _length(data, pos, flexible, array=True)
+        partitions: dict[str, set[int]] = {}
+        for _ in range(max(count, 0)):
+            n, pos = _length(data, pos, flexible, array=False)
+            topic = data[pos:pos + n].decode()
+            pos += n
+            m, pos = _length(data, pos, flexible, array=True)
+            partitions[topic] = set(struct.unpack_from(f">{m}i", data, pos))
+            pos += 4 * m
+            if flexible:
+                pos = _skip_tags(data, pos)
+        last_update, start = _TIMES.unpack_from(data, pos)
+        value = TransactionLogValue(pid, epoch, timeout, state, partitions, last_update, start)
+        if flexible:
+            pos = _skip_tags(data, pos + _TIMES.size, value)
+        return value
+    except (struct.error, UnicodeDecodeError, IndexError) as exc:
+        raise TransactionRecordDecodeError(str(exc)) from None
+
+
+def _length(data: bytes, pos: int, flexible: bool, array: bool) -> tuple[int, int]:
+    if flexible:
+        n, pos = _uvarint(data, pos)
+        return n - 1, pos
+    if array:
+        return _I32.unpack_from(data, pos)[0], pos + 4
+    return _I16.unpack_from(data, pos)[0], pos + 2
+
+
+def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    value, new = _read_varint(data, pos)  # zigzag-decoded: undo it
+    return (value << 1) ^ (value >> 63) if value >= 0 else ((-value) << 1) - 1, new
+
+
+def _skip_tags(data: bytes, pos: int, value: TransactionLogValue | None = None) -> int:
+    count, pos = _uvarint(data, pos)
+    for _ in range(count):
+        tag, pos = _uvarint(data, pos)
+        size, pos = _uvarint(data, pos)
+        if value is not None and tag == 0 and size == 8:
+            value.previous_producer_id = struct.unpack_from(">q", data, pos)[0]
+        pos += size
+    return pos

@@ -1,0 +1,141 @@
+"""The transaction state machine on the coordinator runtime (MemoryLog, manual clock, no
+sockets) and the __transaction_state / marker codecs, byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.log import MemoryLog
+from kafkette.coordinator.transaction import errors as TE
+from kafkette.coordinator.transaction.service import TransactionCoordinator
+from kafkette.coordinator.transaction.shard import TxnConfig
+from kafkette.protocol.control_records import control_type, marker_batch
+from kafkette.protocol.records import parse_batch_header, verify_crc
+from kafkette.protocol.transaction_records import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    ONGOING,
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+
+
+def test_transaction_log_record_bytes() -> None:
+    assert encode_key("app") == b"\x00\x00\x00\x03app"
+    assert decode_key(encode_key("app")) == "app"
+    value = TransactionLogValue(7, 2, 60_000, ONGOING, {"t": {1, 0}}, 1000, 900)
+    raw = encode_value(value)
+    assert raw == (struct.pack(">hqhib", 0, 7, 2, 60_000, ONGOING) + struct.pack(">i", 1)
+                   + b"\x00\x01t" + struct.pack(">iii", 2, 0, 1) + struct.pack(">qq", 1000, 900))
+    assert decode_value(raw) == value
+    empty = encode_value(TransactionLogValue(7, 3, 60_000, EMPTY))
+    assert empty[2 + 15:2 + 19] == b"\xff\xff\xff\xff"  # null partitions, as Kafka writes Empty
+    # version 1 (flexible, tagged previous producer id) as transaction version 2 writes it
+    v1 = (struct.pack(">hqhib", 1, 7, 3, 60_000, ONGOING) + b"\x02" + b"\x02t" + b"\x02"
+          + struct.pack(">i", 4) + b"\x00" + struct.pack(">qq", 5, 6)
+          + b"\x01" + b"\x00\x08" + struct.pack(">q", 99))
+    decoded = decode_value(v1)
+    assert decoded.partitions == {"t": {4}} and decoded.previous_producer_id == 99
+
+
+def test_marker_batch_is_what_write_txn_markers_appends() -> None:
+    batch = marker_batch(42, 3, True, 0, 1_700_000_000_000)
+    header = parse_batch_header(batch)
+    assert header.is_control and header.is_transactional and header.base_sequence == -1
+    assert (header.producer_id, header.producer_epoch, header.records_count) == (42, 3, 1)
+    assert verify_crc(batch) and control_type(batch) == 1
+    assert control_type(marker_batch(42, 3, False, 0, 0)) == 0
+    # one record: key ControlRecordType v0 (type), value EndTransactionMarker v0 (epoch)
+    assert batch[61:] == bytes([0x20, 0, 0, 0, 8]) + b"\x00\x00\x00\x01" + bytes([12]) + \
+        b"\x00\x00\x00\x00\x00\x00" + b"\x00"
+
+
+@pytest.fixture
+def env():
+    loop = asyncio.new_event_loop()
+    clock = ManualClock()
+    logs: dict[int, MemoryLog] = {}
+    markers: list[tuple[int, int, bool, dict]] = []
+    pids = iter(range(1000, 2000))
+
+    async def write_markers(pid: int, epoch: int, commit: bool, parts: dict) -> None:
+        markers.append((pid, epoch, commit, parts))
+
+    async def allocate() -> int:
+        return next(pids)
+
+    def coordinator() -> TransactionCoordinator:
+        return TransactionCoordinator(1, 2, clock, TxnConfig(60_000, write_markers),
+                                      lambda p: logs.setdefault(p, MemoryLog()), allocate)
+
+    yield loop, clock, coordinator, markers
+    loop.close()
+
+
+def _settle(loop: asyncio.AbstractEventLoop) -> None:
+    loop.run_until_complete(asyncio.sleep(0.01))
+
+
+def test_commit_abort_fence_and_reload(env) -> None:
+    loop, clock, new_coordinator, markers = env
+    run = loop.run_until_complete
+    coord = new_coordinator()
+    run(coord.start())
+    assert run(coord.init_producer_id("app", 120_000))[0] == TE.INVALID_TRANSACTION_TIMEOUT
+    error, pid, epoch = run(coord.init_producer_id("app", 30_000))
+    assert (error, epoch) == (TE.NONE, 0)
+    assert run(coord.add_partitions("app", pid, epoch, {"t": {0, 1}})) == TE.NONE
+    assert run(coord.add_partitions("app", pid + 1, epoch, {"t": {0}})) == \
+        TE.INVALID_PRODUCER_ID_MAPPING
+    assert run(coord.end_txn("app", pid, epoch, True)) == TE.NONE
+    _settle(loop)
+    assert markers == [(pid, 0, True, {"t": {0, 1}})]
+    assert run(coord.describe("app"))[1].state == COMPLETE_COMMIT
+    assert run(coord.end_txn("app", pid, epoch, True)) == TE.NONE  # a retried commit
+    assert run(coord.end_txn("app", pid, epoch, False)) == TE.INVALID_TXN_STATE
+    # an instance leaves a transaction open; the next one fences it
+    assert run(coord.add_partitions("app", pid, epoch, {"t": {1}})) == TE.NONE
+    assert run(coord.init_producer_id("app", 30_000))[0] == TE.CONCURRENT_TRANSACTIONS
+    _settle(loop)
+    assert markers[-1] == (pid, 1, False, {"t": {1}})  # aborted with the bumped epoch
+    assert run(coord.init_producer_id("app", 30_000)) == (TE.NONE, pid, 2)
+    assert run(coord.add_partitions("app", pid, 0, {"t": {0}})) == TE.PRODUCER_FENCED
+    assert run(coord.add_partitions("app", pid, 2, {"t": {0}})) == TE.NONE
+    run(coord.stop())
+    # a restart replays __transaction_state: the open transaction is still there, and times out
+    coord = new_coordinator()
+    run(coord.start())
+    md = run(coord.describe("app"))[1]
+    assert (md.state, md.producer_epoch, md.partitions) == (ONGOING, 2, {"t": {0}})
+
+    async def advance() -> None:
+        clock.advance(30_001)  # timers run write ops: on the loop
+
+    run(advance())
+    _settle(loop)
+    assert markers[-1] == (pid, 3, False, {"t": {0}})
+    assert run(coord.describe("app"))[1].state == COMPLETE_ABORT
+    assert run(coord.end_txn("app", pid, 2, True)) == TE.PRODUCER_FENCED
+    # transactional.id.expiration.ms: an id without a transaction is forgotten after a week
+    # of disuse (checked hourly); a tombstone makes it so after a restart too
+
+    async def week() -> None:
+        for _ in range(24 * 7 + 1):
+            clock.advance(3_600_000)
+
+    run(week())
+    _settle(loop)
+    assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
+    run(coord.stop())
+    coord = new_coordinator()
+    run(coord.start())
+    assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
+    run(coord.stop())
