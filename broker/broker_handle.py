@@ -91,3 +91,17 @@ class KafkaBroker(str):
 
     def restart(self, **overrides: Any) -> None:
         self.runner.restart(**overrides)
+
+    # Fault injection (see ThreadedBroker.inject) -------------------------------------------------
+    def inject(self, api: str | int, error: str | int | None = None, count: int = 1,
+               **options: Any) -> dict[str, Any]:
+        """Fault the next ``count`` requests of ``api``, e.g.
+        ``kafka_broker.inject("OffsetCommit", "REBALANCE_IN_PROGRESS")``; options ``delay_ms``,
+        ``drop``, ``throttle_ms``, ``node``."""
+        return self.runner.inject(api, error, count, **options)
+
+    def faults(self) -> list[dict[str, Any]]:
+        return self.runner.faults()
+
+    def clear_faults(self) -> int:
+        return self.runner.clear_faults()

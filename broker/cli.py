@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
     groups.add_argument("args", nargs=argparse.REMAINDER)
+    cluster = sub.add_parser("cluster", add_help=False,
+                             help="control a running kafkette over its admin server: "
+                                  "`cluster faults add|list|clear` (see `kafkette cluster --help`)")
+    cluster.add_argument("args", nargs=argparse.REMAINDER)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
@@ -94,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import groups_cli
 
         return groups_cli.main(argv[1:])
+    if argv[:1] == ["cluster"]:
+        from . import cluster_cli
+
+        return cluster_cli.main(argv[1:])
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -23,6 +23,7 @@ from kafkette.protocol.headers import HeaderError, parse_request_header, peek_ap
 from . import request_log
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .context import RequestContext
+from .faults import FaultRegistry
 from .registry import ROUTES
 from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
 from .services import Services
@@ -36,6 +37,7 @@ class ConnectionOwner(Protocol):
     config: Any
     services: Services
     connections: set[KafkaConnection]
+    faults: FaultRegistry
 
 
 
@@ -66,6 +68,9 @@ class KafkaConnection(asyncio.Protocol):
         self._last_active = time.monotonic()
         self._started = 0.0  # perf_counter() when the request being processed was read
         self._stats = broker.stats if broker.stats.per_request else None
+        self._faults = broker.faults
+        self._fault_map = broker.faults.by_api  # empty (falsy) unless a fault is registered
+        self._node_id = broker.services.cluster.node_id
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
@@ -206,8 +211,11 @@ class KafkaConnection(asyncio.Protocol):
             return None
         ctx = RequestContext(key, version, corr, header.client_id, self.client_host,
                              self.broker.services)
+        handler = route.handler
+        if self._fault_map and key in self._fault_map:  # fault injection (broker/faults.py)
+            handler = self._faults.handler_for(key, self._node_id, handler)
         try:
-            result = request_log.handle(route.handler, ctx, body)  # DEBUG: one line a request
+            result = request_log.handle(handler, ctx, body)  # DEBUG: one line a request
         except Exception:
             log.exception("handler for api %d v%d failed; closing %s", key, version, self.peer)
             self.close(None)

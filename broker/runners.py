@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
+from .faults import FaultRegistry
 from .server import Broker
 
 # Fast settings for tests: no initial rebalance delay, short minimum session timeout.
@@ -48,6 +49,7 @@ class ThreadedBroker:
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
         self.broker: Broker | None = None
+        self.fault_registry = FaultRegistry()  # kept across stop()/start()
         self._thread.start()
         self.start()
 
@@ -72,7 +74,7 @@ class ThreadedBroker:
 
     def start(self) -> None:
         async def boot() -> Broker:
-            broker = Broker(self.config, clock=self.clock)
+            broker = Broker(self.config, clock=self.clock, faults=self.fault_registry)
             await broker.start()
             await broker.wait_ready()
             return broker
@@ -94,6 +96,26 @@ class ThreadedBroker:
         self.stop()
         self.config.update({k: str(v) for k, v in overrides.items()})
         self.start()
+
+    # Fault injection (broker/faults.py) ---------------------------------------------------
+    def inject(self, api: str | int, error: str | int | None = None, count: int = 1, *,
+               delay_ms: int = 0, drop: bool = False, throttle_ms: int = 0,
+               node: int | None = None) -> dict[str, Any]:
+        """Fault the next ``count`` requests of ``api`` (-1: until cleared): answer ``error``
+        (a Kafka error name or code), hold the answer ``delay_ms``, close the connection
+        (``drop``), or set throttle_time_ms. Returns the fault as listed by ``faults()``."""
+        fault = self.run(lambda: self.fault_registry.add(
+            api, error, count=count, delay_ms=delay_ms, drop=drop, throttle_ms=throttle_ms,
+            node=node))
+        return fault.to_json()
+
+    def faults(self) -> list[dict[str, Any]]:
+        """The faults not yet used up."""
+        return self.run(self.fault_registry.list)
+
+    def clear_faults(self) -> int:
+        """Remove every fault; returns how many there were."""
+        return self.run(self.fault_registry.clear)
 
     def close(self) -> None:
         self.stop()

@@ -14,10 +14,11 @@ from kafkette.storage.topics import LogManager
 
 from . import handlers  # noqa: F401  (registers every API route)
 from .admin import admin_address, start_admin, stop_admin
-from .stats import BrokerStats
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .faults import FaultRegistry
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
+from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
@@ -74,8 +75,10 @@ class Broker:
     """
 
     def __init__(self, config: BrokerConfig | Mapping[str, Any] | None = None, *,
-                 clock: Any | None = None) -> None:
+                 clock: Any | None = None, faults: FaultRegistry | None = None) -> None:
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        # Injected faults (broker/faults.py); a caller's registry outlives a restart.
+        self.faults = faults if faults is not None else FaultRegistry()
         self.clock = clock if clock is not None else SystemClock()
         self.cluster_id = self.config.get_str("cluster.id")
         self.connections: set[KafkaConnection] = set()
