@@ -11,6 +11,7 @@ commit is what an app shrugs off: the next one covers it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -88,10 +89,8 @@ async def test_aiokafka_group_recovers(kafka_broker_factory, api, error):
             batch = await consumer.getmany(timeout_ms=100)
             seen.update((r.partition, r.offset) for rs in batch.values() for r in rs)
             if consumer.assignment():
-                try:
+                with contextlib.suppress(Exception):  # an app retries with its next commit
                     await consumer.commit()
-                except Exception:  # noqa: BLE001 - an app retries with its next commit
-                    pass
 
     done = asyncio.Event()
     tasks = [asyncio.create_task(member(c, done)) for c in members]
@@ -134,10 +133,8 @@ class KpMember:
                 batch = self.consumer.poll(timeout_ms=200)
                 self.seen.update((r.partition, r.offset) for rs in batch.values() for r in rs)
                 if self.consumer.assignment():
-                    try:
+                    with contextlib.suppress(Exception):  # an app retries with its next commit
                         self.consumer.commit()
-                    except Exception:  # noqa: BLE001 - an app retries with its next commit
-                        pass
         except Exception as exc:  # noqa: BLE001 - surfaced by the test
             self.errors.append(exc)
 
@@ -195,10 +192,8 @@ def test_confluent_kafka_group_recovers(kafka_broker_factory, api, error):
                         seen.add((msg.partition(), msg.offset()))
             for consumer in members:
                 if consumer.assignment():
-                    try:
+                    with contextlib.suppress(KafkaException):  # the next commit retries
                         consumer.commit(asynchronous=False)
-                    except KafkaException:  # an app retries with its next commit
-                        pass
     finally:
         for consumer in members:
             consumer.close()

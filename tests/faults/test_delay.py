@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import time
 
-from .test_wire import end_offset
 from tests.wire import WireClient
+
+from .test_wire import end_offset
 
 TOPIC, DELAY_MS, TIMEOUT_MS = "slow", 4000, 1000
 
