@@ -16,6 +16,7 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
+from kafkette.coordinator.service import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
@@ -71,6 +72,8 @@ class KafkaConnection(asyncio.Protocol):
         self._faults = broker.faults
         self._fault_map = broker.faults.by_api  # empty (falsy) unless a fault is registered
         self._node_id = broker.services.cluster.node_id
+        # Several nodes share one group coordinator: it is told which node a request came to.
+        self._serving_node = self._node_id if broker.services.cluster.nodes is not None else None
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
@@ -214,6 +217,8 @@ class KafkaConnection(asyncio.Protocol):
         handler = route.handler
         if self._fault_map and key in self._fault_map:  # fault injection (broker/faults.py)
             handler = self._faults.handler_for(key, self._node_id, handler)
+        if self._serving_node is not None:
+            SERVING_NODE.set(self._serving_node)
         try:
             result = request_log.handle(handler, ctx, body)  # DEBUG: one line a request
         except Exception:
