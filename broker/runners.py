@@ -43,9 +43,11 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 class ThreadedBroker:
     """A Broker running on its own event loop in a daemon thread."""
 
-    def __init__(self, config: Mapping[str, Any], clock: Any | None = None) -> None:
+    def __init__(self, config: Mapping[str, Any], clock: Any | None = None, *,
+                 nodes: int = 1) -> None:
         self.config = dict(config)
         self.clock = clock
+        self.nodes = nodes
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
         self.broker: Broker | None = None
@@ -74,7 +76,8 @@ class ThreadedBroker:
 
     def start(self) -> None:
         async def boot() -> Broker:
-            broker = Broker(self.config, clock=self.clock, faults=self.fault_registry)
+            broker = Broker(self.config, clock=self.clock, faults=self.fault_registry,
+                            nodes=self.nodes)
             await broker.start()
             await broker.wait_ready()
             return broker
@@ -87,7 +90,7 @@ class ThreadedBroker:
         if self.broker is not None:
             self.config["listeners"] = ",".join(
                 f"{view.listener.name}://{view.bound[0]}:{view.bound[1]}"
-                for view in self.broker.views)
+                for view in self.broker.views if view.node_id == self.broker.node_ids[0])
             self.run(self.broker.stop())
             self.broker = None
 
@@ -116,6 +119,28 @@ class ThreadedBroker:
     def clear_faults(self) -> int:
         """Remove every fault; returns how many there were."""
         return self.run(self.fault_registry.clear)
+
+    # Several nodes (Broker(nodes=N), broker/cluster_control.py) --------------------------------
+    def cluster(self) -> dict[str, Any]:
+        """{"cluster_id", "controller", "nodes": [{"id", "host", "port", "state"}]}"""
+        assert self.broker is not None
+        return self.run(self.broker.control.describe)
+
+    def stop_node(self, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.stop_node(node_id))
+
+    def start_node(self, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.start_node(node_id))
+
+    def move_coordinator(self, group_id: str, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.move_coordinator(group_id, node_id))
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.move_leader, topic, partition, node_id)
 
     def close(self) -> None:
         self.stop()
