@@ -3,6 +3,10 @@
     kafkette cluster faults add OffsetCommit REBALANCE_IN_PROGRESS --count 2 --admin URL
     kafkette cluster faults list --admin URL
     kafkette cluster faults clear --admin URL
+    kafkette cluster status --admin URL
+    kafkette cluster nodes stop|start ID --admin URL
+    kafkette cluster groups move GROUP NODE --admin URL
+    kafkette cluster leaders move TOPIC PARTITION NODE --admin URL
 
 ``--admin`` defaults to $KAFKETTE_ADMIN. Errors are one line on stderr, exit status 1.
 """
@@ -16,6 +20,7 @@ import sys
 import urllib.error
 import urllib.request
 from typing import Any, NoReturn
+from urllib.parse import quote
 
 
 class CliError(Exception):
@@ -46,7 +51,31 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--drop", action="store_true", help="close the connection instead of answering")
     actions.add_parser("list", parents=[common], help="the faults not yet used up")
     actions.add_parser("clear", parents=[common], help="remove every fault")
+    sub.add_parser("status", parents=[common], help="the nodes and the controller")
+    nodes = sub.add_parser("nodes", help="stop or start a node")
+    node_actions = nodes.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    for action in ("stop", "start"):
+        one = node_actions.add_parser(action, parents=[common], help=f"{action} a node")
+        one.add_argument("node", type=int)
+    groups = sub.add_parser("groups", help="move a group's coordinator")
+    group_actions = groups.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    move = group_actions.add_parser("move", parents=[common], help="move a group's coordinator")
+    move.add_argument("group")
+    move.add_argument("node", type=int)
+    leaders = sub.add_parser("leaders", help="move a partition's leader")
+    leader_actions = leaders.add_subparsers(dest="action", required=True,
+                                            parser_class=OneLineParser)
+    move = leader_actions.add_parser("move", parents=[common], help="move a partition's leader")
+    move.add_argument("topic")
+    move.add_argument("partition", type=int)
+    move.add_argument("node", type=int)
     return parser
+
+
+def print_cluster(cluster: dict[str, Any]) -> None:
+    print(f"cluster {cluster['cluster_id']}, controller {cluster['controller']}")
+    for node in cluster["nodes"]:
+        print(f"{node['id']:>4}  {node['host']}:{node['port']}  {node['state']}")
 
 
 def call(admin: str | None, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -83,7 +112,19 @@ def describe(fault: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> None:
-    if args.action == "add":
+    if args.command == "status":
+        print_cluster(call(args.admin, "GET", "/v1/cluster"))
+    elif args.command == "nodes":
+        print_cluster(call(args.admin, "POST", f"/v1/nodes/{args.node}/{args.action}"))
+    elif args.command == "groups":
+        moved = call(args.admin, "POST", f"/v1/groups/{quote(args.group, safe='')}/move",
+                     {"node": args.node})
+        print(f"coordinator of {moved['group']} on node {moved['node']}")
+    elif args.command == "leaders":
+        moved = call(args.admin, "POST", f"/v1/topics/{quote(args.topic, safe='')}/partitions/"
+                     f"{args.partition}/move", {"node": args.node})
+        print(f"leader of {moved['topic']}-{moved['partition']} on node {moved['node']}")
+    elif args.action == "add":
         body = {"api": args.api, "error": args.error, "count": args.count, "node": args.node,
                 "delay_ms": args.delay_ms, "throttle_ms": args.throttle_ms, "drop": args.drop}
         print(describe(call(args.admin, "POST", "/v1/faults", body)))

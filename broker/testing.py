@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from .config import BrokerConfig, ConfigError
 from .broker_handle import KafkaBroker, KafkaCluster
+from .config import BrokerConfig, ConfigError
 from .runners import TEST_DEFAULTS, BrokerProcess, ThreadedBroker, dotted_keys, test_config
 
 __all__ = ["TEST_DEFAULTS", "BrokerProcess", "KafkaBroker", "KafkaCluster", "ThreadedBroker",
