@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .cluster import ClusterNodes
-    from .server import Broker
 
 log = logging.getLogger("kafkette.cluster")
 
@@ -24,7 +23,7 @@ class ClusterError(Exception):
 
 
 class NodeControl:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Any) -> None:  # the Broker (server.py imports this module)
         self.broker = broker
 
     @property
