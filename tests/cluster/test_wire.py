@@ -116,3 +116,16 @@ def test_one_node_is_the_default_and_unchanged(kafka_broker):
     assert kafka_broker.runner.broker.cluster_nodes is None
     r = metadata(kafka_broker, "")
     assert [b.node_id for b in r.brokers] == [1] and r.controller_id == 1
+
+
+def test_a_fault_for_one_node_hits_only_that_node(kafka_cluster):
+    group = "billing"
+    home = kafka_cluster.coordinator_of(group)
+    other = next(n["id"] for n in kafka_cluster.nodes if n["id"] != home)
+    kafka_cluster.inject("FindCoordinator", "COORDINATOR_NOT_AVAILABLE", count=-1, node=home)
+    assert find_coordinator(address(kafka_cluster, other), group).error_code == ErrorCode.none
+    for _ in range(2):
+        assert find_coordinator(address(kafka_cluster, home), group).error_code \
+            == ErrorCode.coordinator_not_available
+    assert kafka_cluster.clear_faults() == 1
+    assert find_coordinator(address(kafka_cluster, home), group).error_code == ErrorCode.none
