@@ -7,7 +7,9 @@ Fixtures:
   (``.bootstrap_server``, ``.config()``, ``.producer()``, ``.consumer()``, ``.admin()``,
   ``.aio_producer()``, ``.aio_consumer()``; confluent-kafka) plus aiokafka clients
   (``.aiokafka_producer()``, ``.aiokafka_consumer()``, ``.aiokafka_admin()``) and
-  ``.stop()`` / ``.start()`` / ``.restart()`` on the same address.
+  ``.stop()`` / ``.start()`` / ``.restart()`` on the same address, and fault injection
+  ``.inject(api, error, count=1, delay_ms=0, drop=False, throttle_ms=0)``, ``.faults()``,
+  ``.clear_faults()`` (broker/faults.py).
 - ``kafka_broker_session``: one broker shared by the whole session (same handle).
 - ``kafka_broker_factory``: brokers with extra config, ``kafka_broker_factory(**{"num.partitions": 3})``.
 - ``kafkette_broker``: ``kafka_broker`` under a name no other plugin uses.
