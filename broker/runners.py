@@ -52,6 +52,7 @@ class ThreadedBroker:
         self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
         self.broker: Broker | None = None
         self.fault_registry = FaultRegistry()  # kept across stop()/start()
+        self._node_ports: dict[tuple[int, str], int] = {}  # ports of nodes 2..N, kept too
         self._thread.start()
         self.start()
 
@@ -77,7 +78,7 @@ class ThreadedBroker:
     def start(self) -> None:
         async def boot() -> Broker:
             broker = Broker(self.config, clock=self.clock, faults=self.fault_registry,
-                            nodes=self.nodes)
+                            nodes=self.nodes, node_ports=self._node_ports)
             await broker.start()
             await broker.wait_ready()
             return broker
@@ -91,6 +92,8 @@ class ThreadedBroker:
             self.config["listeners"] = ",".join(
                 f"{view.listener.name}://{view.bound[0]}:{view.bound[1]}"
                 for view in self.broker.views if view.node_id == self.broker.node_ids[0])
+            self._node_ports = {(view.node_id, view.listener.name): view.bound[1]
+                                for view in self.broker.views}
             self.run(self.broker.stop())
             self.broker = None
 

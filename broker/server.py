@@ -14,10 +14,10 @@ from kafkette.storage.topics import LogManager
 
 from . import handlers  # noqa: F401  (registers every API route)
 from .admin import admin_address, start_admin, stop_admin
-from .config import BrokerConfig, Listener
-from .connection import KafkaConnection
 from .cluster import ClusterNodes
 from .cluster_control import NodeControl
+from .config import BrokerConfig, Listener
+from .connection import KafkaConnection
 from .faults import FaultRegistry
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .stats import BrokerStats
@@ -90,9 +90,10 @@ class Broker:
 
     def __init__(self, config: BrokerConfig | Mapping[str, Any] | None = None, *,
                  clock: Any | None = None, faults: FaultRegistry | None = None,
-                 nodes: int = 1) -> None:
+                 nodes: int = 1, node_ports: Mapping[tuple[int, str], int] | None = None) -> None:
         """``nodes`` > 1: that many nodes (ids node.id, node.id+1, ...) in this process, each on
-        its own listener(s), sharing the logs and the group coordinator (broker/cluster.py)."""
+        its own listener(s), sharing the logs and the group coordinator (broker/cluster.py);
+        ``node_ports`` ((node id, listener name) -> port) puts them back where they were."""
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
         # Injected faults (broker/faults.py); a caller's registry outlives a restart.
         self.faults = faults if faults is not None else FaultRegistry()
@@ -104,6 +105,7 @@ class Broker:
         first = self.config.node_id
         self.node_ids = list(range(first, first + nodes))
         self.cluster_nodes = ClusterNodes(self.node_ids) if nodes > 1 else None
+        self._node_ports = dict(node_ports or {})
         self.logs = LogManager(self.config)
         self._server: asyncio.Server | None = None
         self._servers: list[asyncio.Server] = []
@@ -158,6 +160,9 @@ class Broker:
 
     def _port_for(self, listener: Listener, node_id: int) -> int:
         """Node 1 listens where configured; node k on port 0 (a free one) or port + k - 1."""
+        known = self._node_ports.get((node_id, listener.name))
+        if known is not None:
+            return known
         offset = node_id - self.node_ids[0]
         return listener.port + offset if listener.port and offset else listener.port
 

@@ -129,3 +129,14 @@ def test_a_fault_for_one_node_hits_only_that_node(kafka_cluster):
             == ErrorCode.coordinator_not_available
     assert kafka_cluster.clear_faults() == 1
     assert find_coordinator(address(kafka_cluster, home), group).error_code == ErrorCode.none
+
+
+def test_a_cluster_restarts_on_the_same_ports_with_its_data(kafka_cluster):
+    kafka_cluster.runner.run(kafka_cluster.runner.broker.logs.create_topic("t", 3))
+    before = [(n["id"], n["port"]) for n in kafka_cluster.nodes]
+    with WireClient(address(kafka_cluster, kafka_cluster.leader_of("t", 2))) as w:
+        produce(w, "t", 2, b"kept")
+    kafka_cluster.runner.restart()
+    assert [(n["id"], n["port"]) for n in kafka_cluster.nodes] == before
+    with WireClient(address(kafka_cluster, kafka_cluster.leader_of("t", 2))) as w:
+        assert end_offset(w, "t", 2) == 1
