@@ -140,3 +140,44 @@ def test_a_cluster_restarts_on_the_same_ports_with_its_data(kafka_cluster):
     assert [(n["id"], n["port"]) for n in kafka_cluster.nodes] == before
     with WireClient(address(kafka_cluster, kafka_cluster.leader_of("t", 2))) as w:
         assert end_offset(w, "t", 2) == 1
+
+
+def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafka_cluster):
+    """While its ``__consumer_offsets`` partition is unloaded and replayed for the new node, a
+    group's requests to that node are refused as Kafka refuses them, then served."""
+    import asyncio
+
+    from kafkette.coordinator.service import SERVING_NODE
+
+    group = "moving"
+    home = kafka_cluster.coordinator_of(group)
+    target = next(n["id"] for n in kafka_cluster.nodes if n["id"] != home)
+    broker = kafka_cluster.runner.broker
+
+    def state() -> int:
+        """The error a group op gets now on the serving node (0: served)."""
+        from kafkette.coordinator.errors import CoordinatorError
+
+        try:
+            broker.coordinator.shard_for(group)
+        except CoordinatorError as exc:
+            return exc.code
+        return 0
+
+    async def probe() -> list[int]:
+        coord = broker.coordinator
+        p = coord.partition_for(group)
+        SERVING_NODE.set(target)
+        codes = []
+        coord.resign(p, target)
+        codes.append(state())
+        electing = asyncio.ensure_future(coord.elect(p, target))
+        await asyncio.sleep(0)  # the replay has started
+        codes.append(state())
+        await electing
+        codes.append(state())
+        return codes
+
+    assert kafka_cluster.runner.run(probe()) == [
+        ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress, 0]
+    assert kafka_cluster.coordinator_of(group) == target
