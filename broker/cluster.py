@@ -13,6 +13,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+OFFSETS_TOPIC = "__consumer_offsets"
+
 
 @dataclass
 class Node:
@@ -67,6 +69,8 @@ class ClusterNodes:
         moved = self._leader_moves.get((topic, partition))
         if moved is not None and self.nodes[moved].live:
             return moved
+        if topic == OFFSETS_TOPIC:  # the coordinators: partition p on the p-th node
+            return self.preferred(partition)
         return self.preferred(zlib.crc32(topic.encode()) + partition)
 
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
@@ -77,8 +81,8 @@ class ClusterNodes:
         return lambda topic, partition: self.leader(topic, partition) == node_id
 
     def coordinator_node(self, offsets_partition: int) -> int:
-        """Where ``__consumer_offsets-<p>`` (its groups' coordinator) belongs now."""
-        return self.preferred(offsets_partition)
+        """Where ``__consumer_offsets-<p>`` (its groups' coordinator) belongs now: its leader."""
+        return self.leader(OFFSETS_TOPIC, offsets_partition)
 
     def check_live(self, node_id: int) -> None:
         node = self.nodes.get(node_id)

@@ -12,6 +12,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .cluster import OFFSETS_TOPIC
+
 if TYPE_CHECKING:
     from .cluster import ClusterNodes
 
@@ -108,6 +110,7 @@ class NodeControl:
         if coord is None:
             raise ClusterError("the group coordinator is still loading")
         partition = coord.partition_for(group_id)
+        self.nodes.move_leader(OFFSETS_TOPIC, partition, node_id)  # Metadata agrees
         if coord.owners.get(partition) != node_id:
             await self._move_partition(partition, node_id)
             log.info("coordinator of group %s (__consumer_offsets-%d) moved to node %d",

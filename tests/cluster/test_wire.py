@@ -181,3 +181,13 @@ def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafk
     assert kafka_cluster.runner.run(probe()) == [
         ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress, 0]
     assert kafka_cluster.coordinator_of(group) == target
+
+
+def test_metadata_leaders_of_consumer_offsets_are_the_coordinators(kafka_cluster):
+    group = "billing"
+    kafka_cluster.move_coordinator(group, 3)
+    broker = kafka_cluster.runner.broker
+    owners = kafka_cluster.runner.run(lambda: dict(broker.coordinator.owners))
+    r = metadata(kafka_cluster.bootstrap.split(",")[0], "__consumer_offsets")
+    assert {p.partition_index: p.leader_id for p in r.topics[0].partitions} == owners
+    assert set(owners.values()) == {1, 2, 3}
