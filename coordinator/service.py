@@ -156,9 +156,10 @@ class GroupCoordinator:
 
     def active_shards(self) -> list[GroupCoordinatorShard]:
         """The loaded shards this node leads, as they are now (the admin console's view)."""
+        me = self._serving()
         return [ctx.shard for p, ctx in self.runtime.contexts.items()
                 if ctx.state is State.ACTIVE and ctx.shard is not None
-                and self.owners.get(p) == self.node_id]
+                and self.owners.get(p) == me]
 
     def _write(self, group_id: str, op: Callable[[GroupCoordinatorShard], Any],
                on_error: Callable[[BaseException], T]) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -85,3 +86,23 @@ def test_serve_nodes_prints_one_line_a_node(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(20) == 0
+
+
+def test_the_console_json_sees_every_nodes_groups(admin_cluster):
+    from kafkette.broker.admin_cli import AdminClient
+
+    from .test_wire import address
+
+    cluster, url = admin_cluster
+    cluster.runner.run(cluster.runner.broker.logs.create_topic("t", 1))
+    groups = ["g-a", "g-b", "g-c", "g-d", "g-e", "g-f"]
+    for group in groups:
+        admin = AdminClient(address(cluster, cluster.coordinator_of(group)))
+        assert admin.commit(group, {("t", 0): 1}) == {("t", 0): "NONE"}
+        admin.close()
+    assert len({cluster.coordinator_of(g) for g in groups}) > 1
+    listed = {g["group_id"] for g in call(f"{url}/v1/groups", "GET")[1]}
+    assert set(groups) <= listed
+    for group in groups:
+        status, found = call(f"{url}/v1/groups/{group}", "GET")
+        assert status == 200 and '"committed_offset": 1' in json.dumps(found), (group, found)
