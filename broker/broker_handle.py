@@ -91,3 +91,77 @@ class KafkaBroker(str):
 
     def restart(self, **overrides: Any) -> None:
         self.runner.restart(**overrides)
+
+    # Fault injection (see ThreadedBroker.inject) -------------------------------------------------
+    def inject(self, api: str | int, error: str | int | None = None, count: int = 1,
+               **options: Any) -> dict[str, Any]:
+        """Fault the next ``count`` requests of ``api``, e.g.
+        ``kafka_broker.inject("OffsetCommit", "REBALANCE_IN_PROGRESS")``; options ``delay_ms``,
+        ``drop``, ``throttle_ms``, ``node``."""
+        return self.runner.inject(api, error, count, **options)
+
+    def faults(self) -> list[dict[str, Any]]:
+        return self.runner.faults()
+
+    def clear_faults(self) -> int:
+        return self.runner.clear_faults()
+
+
+class KafkaCluster:
+    """A running test cluster (``Broker(nodes=N)`` in one process): an emulation for testing
+    clients — one copy of the data, no replication."""
+
+    def __init__(self, runner: ThreadedBroker) -> None:
+        self.runner = runner
+
+    @property
+    def bootstrap(self) -> str:
+        """Every running node's address, comma-separated (``bootstrap.servers``)."""
+        return ",".join(f"{n['host']}:{n['port']}" for n in self.nodes if n["state"] == "running")
+
+    def __str__(self) -> str:
+        return self.bootstrap
+
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        """[{"id", "host", "port", "state"}] of every node."""
+        return self.runner.cluster()["nodes"]
+
+    @property
+    def controller(self) -> int:
+        return self.runner.cluster()["controller"]
+
+    def stop_node(self, node_id: int) -> None:
+        """Close the node's listener and connections; its leaders and coordinators move."""
+        self.runner.stop_node(node_id)
+
+    def start_node(self, node_id: int) -> None:
+        """Start it again on the same port; preferred leaders and coordinators move back."""
+        self.runner.start_node(node_id)
+
+    def move_coordinator(self, group_id: str, node_id: int) -> None:
+        self.runner.move_coordinator(group_id, node_id)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        self.runner.move_leader(topic, partition, node_id)
+
+    def coordinator_of(self, group_id: str) -> int:
+        """The node hosting the group's coordinator now."""
+        def find() -> int:
+            coord = self.runner.broker.coordinator  # type: ignore[union-attr]
+            return coord.owners[coord.partition_for(group_id)]
+        return self.runner.run(find)
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        return self.runner.run(lambda: self.runner.broker.cluster_nodes.leader(topic, partition))  # type: ignore[union-attr]
+
+    def inject(self, api: str | int, error: str | int | None = None, count: int = 1,
+               **options: Any) -> dict[str, Any]:
+        """As ``KafkaBroker.inject``; ``node=`` limits the fault to one node."""
+        return self.runner.inject(api, error, count, **options)
+
+    def faults(self) -> list[dict[str, Any]]:
+        return self.runner.faults()
+
+    def clear_faults(self) -> int:
+        return self.runner.clear_faults()

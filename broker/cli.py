@@ -40,11 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--debug", action="store_true",
                        help="show the traceback of a start-up failure")
     serve.add_argument("--admin", metavar="HOST:PORT",
-                       help="serve /metrics and the web console here (admin.listener)")
+                       help="serve /metrics, the web console and the control API here "
+                            "(admin.listener)")
+    serve.add_argument("--nodes", type=int, default=1, metavar="N",
+                       help="emulate a cluster of N nodes in this process, each on its own "
+                            "listener (for testing clients; default 1)")
     groups = sub.add_parser("groups", add_help=False,
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
     groups.add_argument("args", nargs=argparse.REMAINDER)
+    cluster = sub.add_parser("cluster", add_help=False,
+                             help="control a running kafkette over its admin server: faults, "
+                                  "nodes, coordinator and leader moves (`kafkette cluster --help`)")
+    cluster.add_argument("args", nargs=argparse.REMAINDER)
     from . import transactions_cli  # small; its parser is listed in --help
 
     transactions_cli.add_parser(sub)
@@ -61,16 +69,21 @@ def run_pipeline(argv: list[str]) -> int:
     return pipeline_main(argv)
 
 
-async def serve(config: BrokerConfig) -> None:
-    broker = Broker(config)
+async def serve(config: BrokerConfig, nodes: int = 1) -> None:
+    broker = Broker(config, nodes=nodes)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await broker.start()
-    host, port = broker.bound
-    # One line with the bound address, so scripts starting with port 0 can find it.
-    print(f"kafkette listening on {host}:{port}", flush=True)
+    # One line with the bound address (a line a node), so scripts starting with port 0 find it.
+    if nodes == 1:
+        host, port = broker.bound
+        print(f"kafkette listening on {host}:{port}", flush=True)
+    else:
+        for view in broker.views:
+            host, port = view.bound
+            print(f"kafkette listening on {host}:{port} (node.id={view.node_id})", flush=True)
     if broker.admin is not None:
         print(f"kafkette admin on {broker.admin.url}", flush=True)
     await stop.wait()
@@ -97,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import groups_cli
 
         return groups_cli.main(argv[1:])
+    if argv[:1] == ["cluster"]:
+        from . import cluster_cli
+
+        return cluster_cli.main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "transactions":
         from . import transactions_cli
@@ -111,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             config.validate()  # fail before the event loop starts
             admin_address(config)
             logging.getLogger("kafkette.broker").debug("event loop: %s", loop_name())
-            run(serve(config))
+            if args.nodes < 1:
+                raise ConfigError(f"--nodes must be at least 1, got {args.nodes}")
+            run(serve(config, args.nodes))
         except STARTUP_ERRORS as exc:
             return fail(exc, args.debug)
     return 0

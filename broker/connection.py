@@ -16,6 +16,7 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
+from kafkette.coordinator.service import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
@@ -23,6 +24,7 @@ from kafkette.protocol.headers import HeaderError, parse_request_header, peek_ap
 from . import request_log
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .context import RequestContext
+from .faults import FaultRegistry
 from .registry import ROUTES
 from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
 from .services import Services
@@ -36,6 +38,7 @@ class ConnectionOwner(Protocol):
     config: Any
     services: Services
     connections: set[KafkaConnection]
+    faults: FaultRegistry
 
 
 
@@ -66,6 +69,11 @@ class KafkaConnection(asyncio.Protocol):
         self._last_active = time.monotonic()
         self._started = 0.0  # perf_counter() when the request being processed was read
         self._stats = broker.stats if broker.stats.per_request else None
+        self._faults = broker.faults
+        self._fault_map = broker.faults.by_api  # empty (falsy) unless a fault is registered
+        self._node_id = broker.services.cluster.node_id
+        # Several nodes share one group coordinator: it is told which node a request came to.
+        self._serving_node = self._node_id if broker.services.cluster.nodes is not None else None
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
@@ -206,8 +214,13 @@ class KafkaConnection(asyncio.Protocol):
             return None
         ctx = RequestContext(key, version, corr, header.client_id, self.client_host,
                              self.broker.services)
+        handler = route.handler
+        if self._fault_map and key in self._fault_map:  # fault injection (broker/faults.py)
+            handler = self._faults.handler_for(key, self._node_id, handler)
+        if self._serving_node is not None:
+            SERVING_NODE.set(self._serving_node)
         try:
-            result = request_log.handle(route.handler, ctx, body)  # DEBUG: one line a request
+            result = request_log.handle(handler, ctx, body)  # DEBUG: one line a request
         except Exception:
             log.exception("handler for api %d v%d failed; closing %s", key, version, self.peer)
             self.close(None)

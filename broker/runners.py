@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
+from .faults import FaultRegistry
 from .server import Broker
 
 # Fast settings for tests: no initial rebalance delay, short minimum session timeout.
@@ -47,12 +48,16 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 class ThreadedBroker:
     """A Broker running on its own event loop in a daemon thread."""
 
-    def __init__(self, config: Mapping[str, Any], clock: Any | None = None) -> None:
+    def __init__(self, config: Mapping[str, Any], clock: Any | None = None, *,
+                 nodes: int = 1) -> None:
         self.config = dict(config)
         self.clock = clock
+        self.nodes = nodes
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
         self.broker: Broker | None = None
+        self.fault_registry = FaultRegistry()  # kept across stop()/start()
+        self._node_ports: dict[tuple[int, str], int] = {}  # ports of nodes 2..N, kept too
         self._thread.start()
         self.start()
 
@@ -77,7 +82,8 @@ class ThreadedBroker:
 
     def start(self) -> None:
         async def boot() -> Broker:
-            broker = Broker(self.config, clock=self.clock)
+            broker = Broker(self.config, clock=self.clock, faults=self.fault_registry,
+                            nodes=self.nodes, node_ports=self._node_ports)
             await broker.start()
             await broker.wait_ready()
             return broker
@@ -90,7 +96,9 @@ class ThreadedBroker:
         if self.broker is not None:
             self.config["listeners"] = ",".join(
                 f"{view.listener.name}://{view.bound[0]}:{view.bound[1]}"
-                for view in self.broker.views)
+                for view in self.broker.views if view.node_id == self.broker.node_ids[0])
+            self._node_ports = {(view.node_id, view.listener.name): view.bound[1]
+                                for view in self.broker.views}
             self.run(self.broker.stop())
             self.broker = None
 
@@ -99,6 +107,48 @@ class ThreadedBroker:
         self.stop()
         self.config.update({k: str(v) for k, v in overrides.items()})
         self.start()
+
+    # Fault injection (broker/faults.py) ---------------------------------------------------
+    def inject(self, api: str | int, error: str | int | None = None, count: int = 1, *,
+               delay_ms: int = 0, drop: bool = False, throttle_ms: int = 0,
+               node: int | None = None) -> dict[str, Any]:
+        """Fault the next ``count`` requests of ``api`` (-1: until cleared): answer ``error``
+        (a Kafka error name or code), hold the answer ``delay_ms``, close the connection
+        (``drop``), or set throttle_time_ms. Returns the fault as listed by ``faults()``."""
+        fault = self.run(lambda: self.fault_registry.add(
+            api, error, count=count, delay_ms=delay_ms, drop=drop, throttle_ms=throttle_ms,
+            node=node))
+        return fault.to_json()
+
+    def faults(self) -> list[dict[str, Any]]:
+        """The faults not yet used up."""
+        return self.run(self.fault_registry.list)
+
+    def clear_faults(self) -> int:
+        """Remove every fault; returns how many there were."""
+        return self.run(self.fault_registry.clear)
+
+    # Several nodes (Broker(nodes=N), broker/cluster_control.py) --------------------------------
+    def cluster(self) -> dict[str, Any]:
+        """{"cluster_id", "controller", "nodes": [{"id", "host", "port", "state"}]}"""
+        assert self.broker is not None
+        return self.run(self.broker.control.describe)
+
+    def stop_node(self, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.stop_node(node_id))
+
+    def start_node(self, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.start_node(node_id))
+
+    def move_coordinator(self, group_id: str, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.move_coordinator(group_id, node_id))
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        assert self.broker is not None
+        self.run(self.broker.control.move_leader, topic, partition, node_id)
 
     def close(self) -> None:
         self.stop()

@@ -14,10 +14,13 @@ from kafkette.storage.topics import LogManager
 
 from . import handlers  # noqa: F401  (registers every API route)
 from .admin import admin_address, start_admin, stop_admin
-from .stats import BrokerStats
+from .cluster import ClusterNodes
+from .cluster_control import NodeControl
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .faults import FaultRegistry
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
+from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
@@ -33,19 +36,31 @@ class ListenerView:
     """The broker as seen by connections that arrived on one listener: everything is the
     broker's, except the advertised address, which is that listener's (Kafka's listener names)."""
 
-    def __init__(self, broker: Broker, listener: Listener, bound: tuple[str, int]) -> None:
+    def __init__(self, broker: Broker, listener: Listener, bound: tuple[str, int],
+                 node_id: int | None = None) -> None:
         self._broker = broker
         self.listener = listener
         self.bound = bound
-        # Metadata and FindCoordinator answer with the address of the listener asked.
-        self.services = dataclasses.replace(broker.services, cluster=ClusterInfo(
-            broker.config.node_id, broker.cluster_id, lambda: self.advertised))
+        self.server: asyncio.Server | None = None
+        self.node_id = broker.config.node_id if node_id is None else node_id
+        nodes = broker.cluster_nodes
+        # Metadata and FindCoordinator answer with the address of the listener asked; with
+        # several nodes, each sees only the partitions it leads.
+        self.services = dataclasses.replace(
+            broker.services,
+            cluster=ClusterInfo(self.node_id, broker.cluster_id, lambda: self.advertised,
+                                nodes, listener.name),
+            records=(broker.services.records if nodes is None
+                     else broker.services.records.for_node(nodes.leads(self.node_id))))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._broker, name)
 
     @property
     def advertised(self) -> tuple[str, int]:
+        if self.node_id != self._broker.config.node_id:  # advertised.listeners is node 1's
+            host = _advertised(self._broker.config, self.listener.name, self.bound)[0]
+            return host, self.bound[1]
         return _advertised(self._broker.config, self.listener.name, self.bound)
 
     @property
@@ -74,11 +89,23 @@ class Broker:
     """
 
     def __init__(self, config: BrokerConfig | Mapping[str, Any] | None = None, *,
-                 clock: Any | None = None) -> None:
+                 clock: Any | None = None, faults: FaultRegistry | None = None,
+                 nodes: int = 1, node_ports: Mapping[tuple[int, str], int] | None = None) -> None:
+        """``nodes`` > 1: that many nodes (ids node.id, node.id+1, ...) in this process, each on
+        its own listener(s), sharing the logs and the group coordinator (broker/cluster.py);
+        ``node_ports`` ((node id, listener name) -> port) puts them back where they were."""
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        # Injected faults (broker/faults.py); a caller's registry outlives a restart.
+        self.faults = faults if faults is not None else FaultRegistry()
         self.clock = clock if clock is not None else SystemClock()
         self.cluster_id = self.config.get_str("cluster.id")
         self.connections: set[KafkaConnection] = set()
+        if nodes < 1:
+            raise ValueError(f"nodes must be at least 1, got {nodes}")
+        first = self.config.node_id
+        self.node_ids = list(range(first, first + nodes))
+        self.cluster_nodes = ClusterNodes(self.node_ids) if nodes > 1 else None
+        self._node_ports = dict(node_ports or {})
         self.logs = LogManager(self.config)
         self._server: asyncio.Server | None = None
         self._servers: list[asyncio.Server] = []
@@ -94,6 +121,7 @@ class Broker:
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
+        self.control = NodeControl(self)  # node lifecycle (several nodes)
 
     @property
     def coordinator(self) -> GroupCoordinator | None:
@@ -112,34 +140,57 @@ class Broker:
         self.config.log_values()
         await self.logs.start()
         try:
-            for listener in self.config.broker_listeners:
-                await self._listen(listener)
+            for node_id in self.node_ids:
+                for listener in self.config.broker_listeners:
+                    await self._listen(listener, node_id)
         except BaseException:
             await self.stop()
             raise
         self._server = self._servers[0]
         self._bound = self.views[0].bound
-        self._coordinator_task = asyncio.ensure_future(self.services.groups.start())
+        self._coordinator_task = asyncio.ensure_future(self._start_groups())
         self.admin = await start_admin(self)
 
-    async def _listen(self, listener: Listener) -> None:
+    async def _start_groups(self) -> None:
+        await self.services.groups.start()
+        if self.cluster_nodes is not None and self.coordinator is not None:
+            # Spread the loaded __consumer_offsets partitions (the group coordinators).
+            for p in self.coordinator.owners:
+                self.coordinator.owners[p] = self.cluster_nodes.coordinator_node(p)
+
+    def _port_for(self, listener: Listener, node_id: int) -> int:
+        """Node 1 listens where configured; node k on port 0 (a free one) or port + k - 1."""
+        known = self._node_ports.get((node_id, listener.name))
+        if known is not None:
+            return known
+        offset = node_id - self.node_ids[0]
+        return listener.port + offset if listener.port and offset else listener.port
+
+    async def _listen(self, listener: Listener, node_id: int | None = None,
+                      port: int | None = None) -> ListenerView:
         loop = asyncio.get_running_loop()
-        view = ListenerView(self, listener, (listener.host, listener.port))
+        node_id = self.config.node_id if node_id is None else node_id
+        port = self._port_for(listener, node_id) if port is None else port
+        view = ListenerView(self, listener, (listener.host, port), node_id)
         try:
             server = await loop.create_server(
-                lambda: KafkaConnection(view), listener.host, listener.port,  # type: ignore[arg-type]
+                lambda: KafkaConnection(view), listener.host, port,  # type: ignore[arg-type]
                 reuse_address=True, backlog=1024,
             )
         except OSError as exc:
             reason = os.strerror(exc.errno) if exc.errno else str(exc)
-            raise StartupError(f"listeners: cannot listen on {listener.host}:{listener.port} "
+            raise StartupError(f"listeners: cannot listen on {listener.host}:{port} "
                                f"(listener {listener.name}): {reason}") from exc
         host, port = server.sockets[0].getsockname()[:2]
         view.bound = (host, port)
+        view.server = server
         self._servers.append(server)
         self.views.append(view)
+        if self.cluster_nodes is not None:
+            self.cluster_nodes.nodes[node_id].addresses[listener.name] = lambda: view.advertised
         log.info("kafkette listening on %s:%d (listener %s, advertised %s, node.id=%d)", host, port,
-                 listener.name, view.bootstrap, self.config.node_id)
+                 listener.name, view.bootstrap, node_id)
+        return view
 
     async def wait_ready(self) -> None:
         """Wait until the group coordinator has created and replayed ``__consumer_offsets``."""

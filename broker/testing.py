@@ -7,10 +7,14 @@ Fixtures:
   (``.bootstrap_server``, ``.config()``, ``.producer()``, ``.consumer()``, ``.admin()``,
   ``.aio_producer()``, ``.aio_consumer()``; confluent-kafka) plus aiokafka clients
   (``.aiokafka_producer()``, ``.aiokafka_consumer()``, ``.aiokafka_admin()``) and
-  ``.stop()`` / ``.start()`` / ``.restart()`` on the same address.
+  ``.stop()`` / ``.start()`` / ``.restart()`` on the same address, and fault injection
+  ``.inject(api, error, count=1, delay_ms=0, drop=False, throttle_ms=0)``, ``.faults()``,
+  ``.clear_faults()`` (broker/faults.py).
 - ``kafka_broker_session``: one broker shared by the whole session (same handle).
 - ``kafka_broker_factory``: brokers with extra config, ``kafka_broker_factory(**{"num.partitions": 3})``.
 - ``kafkette_broker``: ``kafka_broker`` under a name no other plugin uses.
+- ``kafka_cluster`` / ``kafka_cluster_factory(nodes=3, **config)``: several nodes in one process
+  (``KafkaCluster``: node lifecycle, coordinator and leader moves, fault injection).
 
 Broker config for all of them: the ini option ``kafkette_broker_config`` (and pytest-kafka-broker's
 ``kafka_broker_extra_config``), one ``key=value`` a line, then ``--kafkette-config key=value``.
@@ -28,11 +32,12 @@ from typing import Any
 
 import pytest
 
+from .broker_handle import KafkaBroker, KafkaCluster
 from .config import BrokerConfig, ConfigError
-from .broker_handle import KafkaBroker
 from .runners import TEST_DEFAULTS, BrokerProcess, ThreadedBroker, dotted_keys, test_config
 
-__all__ = ["TEST_DEFAULTS", "BrokerProcess", "KafkaBroker", "ThreadedBroker", "test_config"]
+__all__ = ["TEST_DEFAULTS", "BrokerProcess", "KafkaBroker", "KafkaCluster", "ThreadedBroker",
+           "test_config"]
 
 INI_CONFIG = "kafkette_broker_config"
 PKB_INI_CONFIG = "kafka_broker_extra_config"  # pytest-kafka-broker's ini option
@@ -119,7 +124,7 @@ class _Brokers:
         self.dirs: list[tempfile.TemporaryDirectory] = []
 
     def start(self, config: Mapping[str, Any] | None = None, *, clock: Any | None = None,
-              **overrides: Any) -> ThreadedBroker:
+              nodes: int = 1, **overrides: Any) -> ThreadedBroker:
         tmp = tempfile.TemporaryDirectory(prefix="kafkette-")
         self.dirs.append(tmp)
         merged = test_config(tmp.name)
@@ -128,7 +133,7 @@ class _Brokers:
         merged.update({k: str(v) for k, v in (config or {}).items()})
         if self.with_admin:
             merged.setdefault("admin.listener", "127.0.0.1:0")
-        broker = ThreadedBroker(merged, clock=clock)
+        broker = ThreadedBroker(merged, clock=clock, nodes=nodes)
         self.started.append(broker)
         if self.with_admin:
             _announce_admin(self.pytestconfig, broker)
@@ -161,3 +166,20 @@ def kafka_broker_session(pytestconfig: pytest.Config) -> Iterator[KafkaBroker]:
     brokers = _Brokers(pytestconfig)
     yield KafkaBroker(brokers.start())
     brokers.close()
+
+
+@pytest.fixture
+def kafka_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., KafkaCluster]]:
+    """Start clusters: ``kafka_cluster_factory(nodes=3, **{"num.partitions": 6})``."""
+    brokers = _Brokers(pytestconfig)
+    yield lambda nodes=3, config=None, **overrides: KafkaCluster(
+        brokers.start(config, nodes=nodes, **overrides))
+    brokers.close()
+
+
+@pytest.fixture
+def kafka_cluster(kafka_cluster_factory: Callable[..., KafkaCluster]) -> KafkaCluster:
+    """Three nodes in one process: ``.bootstrap``, ``.nodes``, ``.stop_node(id)``,
+    ``.start_node(id)``, ``.move_coordinator(group, id)``, ``.move_leader(topic, p, id)``,
+    ``.inject(...)``, ``.clear_faults()``."""
+    return kafka_cluster_factory(3)

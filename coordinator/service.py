@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -31,6 +32,9 @@ from .shard import GroupCoordinatorShard
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
 GROUP, TRANSACTION = 0, 1
+# The node a request came in on, when several nodes share this coordinator (the broker's
+# cluster emulation sets it per request); None: this coordinator's own node_id.
+SERVING_NODE: ContextVar[int | None] = ContextVar("kafkette_serving_node", default=None)
 
 
 def java_string_hashcode(s: str) -> int:
@@ -111,14 +115,18 @@ class GroupCoordinator:
         self.started = False
 
     def resign(self, partition: int, new_owner: int = -1) -> None:
-        """Leadership of ``partition`` moves away (tests; future multi-node)."""
+        """Leadership of ``partition`` moves away (tests; the broker's cluster emulation)."""
         self.runtime.unload(partition)
         self.owners[partition] = new_owner
 
-    async def elect(self, partition: int) -> None:
-        """Take over a partition: replay its log again."""
-        self.owners[partition] = self.node_id
+    async def elect(self, partition: int, node_id: int | None = None) -> None:
+        """Take over a partition (for ``node_id``, default this node): replay its log again."""
+        self.owners[partition] = self.node_id if node_id is None else node_id
         await self.runtime.load(partition)
+
+    def _serving(self) -> int:
+        node = SERVING_NODE.get()
+        return self.node_id if node is None else node
 
     # Routing ---------------------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -134,7 +142,7 @@ class GroupCoordinator:
             raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
         p = partition_for(group_id, self.num_partitions)
         ctx = self.runtime.contexts.get(p)
-        if ctx is None or self.owners.get(p) != self.node_id:
+        if ctx is None or self.owners.get(p) != self._serving():
             raise CoordinatorError(E.NOT_COORDINATOR)
         return ctx
 
@@ -150,9 +158,10 @@ class GroupCoordinator:
 
     def active_shards(self) -> list[GroupCoordinatorShard]:
         """The loaded shards this node leads, as they are now (the admin console's view)."""
+        me = self._serving()
         return [ctx.shard for p, ctx in self.runtime.contexts.items()
                 if ctx.state is State.ACTIVE and ctx.shard is not None
-                and self.owners.get(p) == self.node_id]
+                and self.owners.get(p) == me]
 
     def _write(self, group_id: str, op: Callable[[GroupCoordinatorShard], Any],
                on_error: Callable[[BaseException], T]) -> Any:
@@ -178,10 +187,10 @@ class GroupCoordinator:
         if not self.started:
             return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         node = self.coordinator_node(key)
-        if node != self.node_id:
-            # Only this node exists today; a partition without a live leader is unavailable.
+        if node is None or node < 0:  # a partition without a live leader
             return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        host, port = self._advertised()
+        # Another node's address is the broker's to fill in (it knows the listeners).
+        host, port = self._advertised() if node == self.node_id else ("", -1)
         return E.NONE, node, host, port
 
     # Classic membership ----------------------------------------------------------------------
@@ -263,8 +272,9 @@ class GroupCoordinator:
         if self.loading():
             return E.COORDINATOR_LOAD_IN_PROGRESS, []
         rows: list[tuple[str, str, str, str]] = []
+        me = self._serving()
         for p, ctx in sorted(self.runtime.contexts.items()):
-            if self.owners.get(p) != self.node_id:
+            if self.owners.get(p) != me:
                 continue
             try:
                 rows.extend(await ctx.read(lambda s: s.list_groups(states, types)))

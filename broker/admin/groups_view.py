@@ -13,6 +13,7 @@ from typing import Any
 
 from kafkette.coordinator.errors import CoordinatorError
 from kafkette.coordinator.events import GroupEvent, GroupEventLog
+from kafkette.coordinator.service import SERVING_NODE
 
 from ..admin_cli import decode_assignment
 
@@ -41,7 +42,12 @@ class MemberView:
 
 def _shards(broker: Any) -> list[Any]:
     coordinator = broker.coordinator
-    return coordinator.active_shards() if coordinator is not None else []
+    if coordinator is None:
+        return []
+    if broker.cluster_nodes is None:
+        return coordinator.active_shards()
+    # Several nodes share the coordinator: every node's shards.
+    return [shard for node in broker.node_ids for shard in _as_node(node, coordinator.active_shards)]
 
 
 def _shard_of(broker: Any, group_id: str) -> Any | None:
@@ -49,9 +55,21 @@ def _shard_of(broker: Any, group_id: str) -> Any | None:
     if coordinator is None:
         return None
     try:
-        return coordinator.shard_for(group_id)
+        if broker.cluster_nodes is None:
+            return coordinator.shard_for(group_id)
+        node = coordinator.coordinator_node(group_id)
+        return _as_node(node, lambda: coordinator.shard_for(group_id))
     except CoordinatorError:
         return None
+
+
+def _as_node(node_id: int, fn: Any) -> Any:
+    """``fn()`` as a request to node ``node_id`` would run it."""
+    token = SERVING_NODE.set(node_id)
+    try:
+        return fn()
+    finally:
+        SERVING_NODE.reset(token)
 
 
 def _summary(shard: Any, group_id: str, protocol_type: str, state: str) -> GroupSummary:

@@ -6,6 +6,7 @@
     GET /v1/broker  /v1/topics  /v1/groups  /v1/groups/{id}
     GET /v1/groups/{id}/events?after=SEQ
     GET /v1/topics/{name}/partitions/{p}/records?limit=N
+    GET|POST|DELETE /v1/faults                         fault injection (control.py)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from . import pages, views
+from .control import ControlApi
 from .metrics import Renderer, scrape
 
 log = logging.getLogger("kafkette.admin")
@@ -79,6 +81,7 @@ class AdminServer:
             web.get("/v1/groups/{group}", self.group_json),
             web.get("/v1/groups/{group}/events", self.events_json),
             web.static("/static", STATIC),
+            *ControlApi(self.broker).routes(),
         ])
         return app
 

@@ -46,6 +46,9 @@ def _on_this_listener(ctx: RequestContext, found: tuple[int, int, str, int]
                       ) -> tuple[int, int, str, int]:
     """The coordinator's address as advertised on the listener the request came in on."""
     error, node, host, port = found
-    if error == 0 and node == ctx.cluster.node_id:
-        host, port = ctx.cluster.advertised
+    if error == 0:
+        address = ctx.cluster.address_of(node)
+        if address is None:  # its node is not running
+            return int(ErrorCode.coordinator_not_available), -1, "", -1
+        host, port = address
     return error, node, host, port

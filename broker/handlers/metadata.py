@@ -29,11 +29,13 @@ async def handle_metadata(ctx: RequestContext, req):
         partitions = ()
         if info is not None:
             topic_id = info.topic_id
+            leader = cluster.leader if cluster.nodes is not None else (lambda _t, _p: node)
             partitions = tuple(
-                make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=node,
-                     leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
+                make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=lead,
+                     leader_epoch=0, replica_nodes=(lead,), isr_nodes=(lead,),
                      offline_replicas=())
                 for p in range(info.partitions)
+                for lead in (leader(info.name, p),)
             )
         return make(topic_cls, error_code=error, name=name, topic_id=topic_id,
                     is_internal=bool(info and info.internal), partitions=partitions,
@@ -70,14 +72,14 @@ async def handle_metadata(ctx: RequestContext, req):
                 entries.append(topic_entry(ErrorCode.none, name, info))
         topics = tuple(entries)
 
-    host, port = cluster.advertised
     broker_cls = item_type(cls, "brokers")
     return make(
         cls,
         throttle_time=timedelta(0),
-        brokers=(make(broker_cls, node_id=node, host=host, port=port, rack=None),),
+        brokers=tuple(make(broker_cls, node_id=n, host=host, port=port, rack=None)
+                      for n, host, port in cluster.brokers()),
         cluster_id=cluster.cluster_id,
-        controller_id=node,
+        controller_id=cluster.controller(),
         topics=topics,
         cluster_authorized_operations=AUTH_OPS_OMITTED,
         error_code=ErrorCode.none,

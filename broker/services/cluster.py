@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..cluster import ClusterNodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,7 +16,27 @@ class ClusterInfo:
     cluster_id: str
     # The advertised (host, port); known only once the listener is bound.
     address: Callable[[], tuple[str, int]]
+    # Several nodes in one process (broker/cluster.py); None for a single node.
+    nodes: ClusterNodes | None = None
+    listener: str = ""  # the listener name the request came in on
 
     @property
     def advertised(self) -> tuple[str, int]:
         return self.address()
+
+    def brokers(self) -> list[tuple[int, str, int]]:
+        """(node id, host, port) of every live node, as advertised on this listener."""
+        if self.nodes is None:
+            return [(self.node_id, *self.address())]
+        return self.nodes.addresses(self.listener)
+
+    def controller(self) -> int:
+        return self.node_id if self.nodes is None else self.nodes.controller()
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self.node_id if self.nodes is None else self.nodes.leader(topic, partition)
+
+    def address_of(self, node_id: int) -> tuple[str, int] | None:
+        if node_id == self.node_id:
+            return self.address()
+        return None if self.nodes is None else self.nodes.address_of(node_id, self.listener)

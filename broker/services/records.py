@@ -35,14 +35,25 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 
 
 class RecordService:
-    def __init__(self, logs: LogManager, stats: BrokerStats | None = None) -> None:
+    def __init__(self, logs: LogManager, stats: BrokerStats | None = None,
+                 leads: Callable[[str, int], bool] | None = None) -> None:
         self._logs = logs
         self._stats = stats if stats is not None else BrokerStats(per_request=False)
+        # Several nodes in one process (broker/cluster.py): whether this node leads a partition.
+        self._leads = leads
+
+    def for_node(self, leads: Callable[[str, int], bool]) -> RecordService:
+        """This service as one node of several sees it: other nodes' partitions answer
+        NOT_LEADER_OR_FOLLOWER."""
+        return RecordService(self._logs, self._stats, leads)
 
     def _partition(self, topic: str, partition: int) -> PartitionLog:
         plog = self._logs.get_partition(topic, partition)
         if plog is None:
             raise unknown_partition()
+        if self._leads is not None and not self._leads(topic, partition):
+            raise ServiceError(ErrorCode.not_leader_or_follower,
+                               f"This node is not the leader of {topic}-{partition}")
         return plog
 
     def has_partition(self, topic: str, partition: int) -> bool:
@@ -101,7 +112,7 @@ class RecordService:
               ) -> FetchSession:
         """Resolve the requested partitions once: (name, or id when name is None, partitions
         with ``partition``, ``fetch_offset`` and ``partition_max_bytes``)."""
-        return FetchSession(self._logs, topics, self._stats)
+        return FetchSession(self._logs, topics, self._stats, self._leads)
 
     # ListOffsets / OffsetForLeaderEpoch / DeleteRecords ----------------------------------------
     async def list_offset(self, topic: str, partition: int, timestamp: int,
@@ -208,7 +219,7 @@ class FetchSession:
 
     def __init__(self, logs: LogManager,
                  topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]],
-                 stats: BrokerStats) -> None:
+                 stats: BrokerStats, leads: Callable[[str, int], bool] | None = None) -> None:
         self._stats = stats
         self._topic_bytes: dict[str, int] = {}  # of the last read: counted once it is sent
         self.topics: list[list[_Target]] = []
@@ -229,6 +240,9 @@ class FetchSession:
                     self.has_error = True
                     targets.append(_Target(p, None, missing if info is None
                                            else ErrorCode.unknown_topic_or_partition))
+                elif leads is not None and not leads(info.name, p.partition):
+                    self.has_error = True
+                    targets.append(_Target(p, None, ErrorCode.not_leader_or_follower))
                 else:
                     self.logs.append(plog)
                     targets.append(_Target(p, plog, ErrorCode.none))

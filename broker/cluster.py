@@ -1,0 +1,102 @@
+"""Several nodes in one process, for testing clients (``kafkette serve --nodes N``).
+
+An emulation: one LogManager and one group coordinator runtime serve every node; a node is its own
+listener(s) and node id. ``ClusterNodes`` says which nodes are live, which node leads each
+partition (preferred leaders spread over the nodes, overridden by ``move_leader``; a stopped
+node's partitions go to the next live node) and which node hosts each ``__consumer_offsets``
+partition, i.e. each group coordinator (``GroupCoordinator.owners``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass
+class Node:
+    node_id: int
+    live: bool = True
+    # listener name -> the advertised (host, port) of this node on it
+    addresses: dict[str, Callable[[], tuple[str, int]]] = field(default_factory=dict)
+
+
+class ClusterNodes:
+    def __init__(self, node_ids: list[int]) -> None:
+        self.nodes: dict[int, Node] = {n: Node(n) for n in node_ids}
+        self._ids = sorted(node_ids)
+        self._leader_moves: dict[tuple[str, int], int] = {}
+
+    # Nodes -----------------------------------------------------------------------------------
+    def live_ids(self) -> list[int]:
+        return [n for n in self._ids if self.nodes[n].live]
+
+    def controller(self) -> int:
+        live = self.live_ids()
+        return live[0] if live else -1
+
+    def addresses(self, listener: str) -> list[tuple[int, str, int]]:
+        """(node id, host, port) of every live node on ``listener``."""
+        out = []
+        for n in self.live_ids():
+            address = self.nodes[n].addresses.get(listener)
+            if address is not None:
+                host, port = address()
+                out.append((n, host, port))
+        return out
+
+    def address_of(self, node_id: int, listener: str) -> tuple[str, int] | None:
+        node = self.nodes.get(node_id)
+        if node is None or not node.live or listener not in node.addresses:
+            return None
+        return node.addresses[listener]()
+
+    # Placement -------------------------------------------------------------------------------
+    def preferred(self, key: int) -> int:
+        """The preferred node of slot ``key``; the next live one when it is down."""
+        ids = self._ids
+        start = key % len(ids)
+        for i in range(len(ids)):
+            candidate = ids[(start + i) % len(ids)]
+            if self.nodes[candidate].live:
+                return candidate
+        return -1
+
+    def leader(self, topic: str, partition: int) -> int:
+        moved = self._leader_moves.get((topic, partition))
+        if moved is not None and self.nodes[moved].live:
+            return moved
+        if topic == OFFSETS_TOPIC:  # the coordinators: partition p on the p-th node
+            return self.preferred(partition)
+        return self.preferred(zlib.crc32(topic.encode()) + partition)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        self.check_live(node_id)
+        self._leader_moves[(topic, partition)] = node_id
+
+    def leads(self, node_id: int) -> Callable[[str, int], bool]:
+        return lambda topic, partition: self.leader(topic, partition) == node_id
+
+    def coordinator_node(self, offsets_partition: int) -> int:
+        """Where ``__consumer_offsets-<p>`` (its groups' coordinator) belongs now: its leader."""
+        return self.leader(OFFSETS_TOPIC, offsets_partition)
+
+    def check_live(self, node_id: int) -> None:
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise KeyError(f"no node {node_id} (nodes: {', '.join(map(str, self._ids))})")
+        if not node.live:
+            raise KeyError(f"node {node_id} is stopped")
+
+    def to_json(self) -> list[dict]:
+        out = []
+        for n in self._ids:
+            node = self.nodes[n]
+            first = next(iter(node.addresses.values()), None)
+            host, port = first() if first is not None else ("", -1)
+            out.append({"id": n, "host": host, "port": port,
+                        "state": "running" if node.live else "stopped"})
+        return out

@@ -1,0 +1,96 @@
+"""Fault injection over the admin server's HTTP API and the ``kafkette cluster faults`` CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from tests.wire import WireClient
+
+from .test_wire import heartbeat
+
+
+def call(url: str, method: str, body: Any = None, raw: bytes | None = None) -> tuple[int, Any]:
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture
+def admin_broker(kafka_broker_factory):
+    b = kafka_broker_factory(**{"admin.listener": "127.0.0.1:0"})
+    return b, b.broker.admin.url
+
+
+def test_post_list_use_and_clear_faults(admin_broker):
+    b, url = admin_broker
+    status, fault = call(f"{url}/v1/faults", "POST",
+                         {"api": "Heartbeat", "error": "REBALANCE_IN_PROGRESS", "count": 2})
+    assert status == 201
+    assert (fault["api"], fault["error"], fault["error_code"], fault["count"], fault["node"]) == (
+        "Heartbeat", "REBALANCE_IN_PROGRESS", 27, 2, None)
+    with WireClient(b.bootstrap) as w:
+        assert heartbeat(w) == ErrorCode.rebalance_in_progress
+        assert call(f"{url}/v1/faults", "GET") == (200, {"faults": [{**fault, "count": 1}]})
+        assert call(f"{url}/v1/faults", "DELETE") == (200, {"cleared": 1})
+        assert heartbeat(w) != ErrorCode.rebalance_in_progress
+    assert call(f"{url}/v1/faults", "GET") == (200, {"faults": []})
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b"{not json", "body is not valid JSON"),
+    (b"[1, 2]", "body must be a JSON object"),
+    (b'{"error": "NOT_COORDINATOR"}', "field 'api' is required"),
+    (b'{"api": "OffsetComit", "error": "NOT_COORDINATOR"}', "unknown api 'OffsetComit'"),
+    (b'{"api": "OffsetCommit", "error": "NOT_A_THING"}', "unknown error 'NOT_A_THING'"),
+    (b'{"api": "OffsetCommit", "error": "NOT_COORDINATOR", "cout": 2}', "unknown field(s) cout"),
+    (b'{"api": "OffsetCommit", "error": "NOT_COORDINATOR", "count": "2"}', "count must be"),
+    (b'{"api": "OffsetCommit"}', "a fault needs"),
+])
+def test_bad_fault_requests_get_400_with_one_line_reason(admin_broker, body, reason):
+    b, url = admin_broker
+    status, text = call(f"{url}/v1/faults", "POST", raw=body)
+    assert status == 400
+    assert reason in text and "\n" not in text.strip()
+    assert b.faults() == []
+
+
+def kafkette(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafkette.broker", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_cli_adds_lists_and_clears_faults(admin_broker):
+    b, url = admin_broker
+    added = kafkette("cluster", "faults", "add", "OffsetCommit", "NOT_COORDINATOR", "--count", "3",
+                     "--admin", url)
+    assert added.returncode == 0, added.stderr
+    assert "OffsetCommit" in added.stdout and "NOT_COORDINATOR" in added.stdout
+    kafkette("cluster", "faults", "add", "Fetch", "--delay-ms", "50", "--admin", url)
+    assert [(f["api"], f["count"]) for f in b.faults()] == [("OffsetCommit", 3), ("Fetch", 1)]
+    listed = kafkette("cluster", "faults", "list", "--admin", url)
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 2
+    assert "delay 50 ms" in listed.stdout
+    cleared = kafkette("cluster", "faults", "clear", "--admin", url)
+    assert cleared.stdout.strip() == "cleared 2 fault(s)"
+    assert b.faults() == []
+
+
+def test_cli_reports_a_bad_name_and_an_unreachable_server_in_one_line(admin_broker):
+    _, url = admin_broker
+    bad = kafkette("cluster", "faults", "add", "Nope", "NOT_COORDINATOR", "--admin", url)
+    assert bad.returncode == 1 and "unknown api 'Nope'" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    down = kafkette("cluster", "faults", "list", "--admin", "127.0.0.1:1")
+    assert down.returncode == 1 and "cannot reach the admin server" in down.stderr
