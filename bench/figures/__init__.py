@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("startup", "groups", "commit", "load", "throughput", "replay", "memory")
+MODULES = ("startup", "groups", "kip848", "commit", "load", "scrape", "throughput", "replay",
+           "memory")
 
 
 def all_figures() -> list:

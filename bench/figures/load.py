@@ -29,9 +29,11 @@ from bench.figures.wire import (
 from bench.peers import ROOT, Server
 
 
-def loadgen(bootstrap: str, mode: str, topic: str, timeout: float = 60) -> float:
+def loadgen(bootstrap: str, mode: str, topic: str, timeout: float = 60,
+            seconds: float | None = None) -> float:
+    extra = ["--seconds", str(seconds)] if seconds is not None else []
     done = subprocess.run([sys.executable, "-m", "bench.figures.loadgen", "--bootstrap",
-                           bootstrap, "--mode", mode, "--topic", topic],
+                           bootstrap, "--mode", mode, "--topic", topic, *extra],
                           capture_output=True, text=True, cwd=ROOT, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"loadgen {mode}: {done.stderr.strip().splitlines()[-1:]}")
