@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 
-from bench.figures.base import Context, Figure, Row
+from bench.figures.base import Context, Figure, NotApplicable, Row
 from bench.figures.load import loadgen
 from bench.figures.wire import (
     CONSUMER_GROUP_HEARTBEAT,
@@ -39,7 +39,10 @@ from bench.figures.wire import (
     JOIN_GROUP,
     SYNC_GROUP,
     WireClient,
+    error_name,
+    supported_versions,
 )
+from bench.peers import Server
 
 MEMBERS = 10
 TIMEOUT = 60.0
@@ -124,7 +127,30 @@ def form_and_leave(bootstrap: str, protocol: str) -> tuple[float, float]:
             m.join(30)
 
 
+def require_consumer_protocol(server: Server) -> None:
+    """NotApplicable unless the target serves ConsumerGroupHeartbeat; a target that does not
+    list it is asked anyway (one v0 request joining a probe group), to report what it does."""
+    if server.supports(CONSUMER_GROUP_HEARTBEAT):
+        return
+    with WireClient(server.bootstrap, timeout=5) as client:
+        client.versions = {**supported_versions(client), CONSUMER_GROUP_HEARTBEAT: (0, 0)}
+        try:
+            resp = client.request(CONSUMER_GROUP_HEARTBEAT, 0, group_id="probe", member_id="",
+                                  member_epoch=0, instance_id=None, rack_id=None,
+                                  rebalance_timeout=30000, subscribed_topic_names=("probe",),
+                                  server_assignor=None, topic_partitions=())
+            answer = f"answers it with {error_name(int(resp.error_code))}"
+        except (OSError, ConnectionError) as exc:
+            answer = f"closes the connection on it ({type(exc).__name__})"
+    raise NotApplicable(f"no consumer protocol (KIP-848): ConsumerGroupHeartbeat (API 68) is not "
+                        f"in ApiVersions and a request for it {answer}")
+
+
 class Kip848(Figure):
+    def check(self, server: Server) -> None:
+        require_consumer_protocol(server)
+        super().check(server)
+
     def measure(self, ctx: Context) -> dict[str, float]:
         assert ctx.server is not None
         form, leave = form_and_leave(ctx.server.bootstrap, "consumer")
@@ -135,7 +161,11 @@ class Kip848(Figure):
 
 
 class ConsumerHeartbeatLoad(Figure):
-    def prepare(self, server) -> str:
+    def check(self, server: Server) -> None:
+        require_consumer_protocol(server)
+        super().check(server)
+
+    def prepare(self, server: Server) -> str:
         topic = f"cghb-{uuid.uuid4().hex[:8]}"
         with WireClient(server.bootstrap) as client:
             client.create_topic(topic, 1)
