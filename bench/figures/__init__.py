@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("startup", "groups", "kip848", "commit", "load", "scrape", "throughput", "replay",
+MODULES = ("startup", "groups", "kip848", "cghb", "commit", "load", "scrape", "throughput", "replay",
            "memory")
 
 

@@ -4,8 +4,8 @@ Each run starts a fresh kafkette with its admin server on a free port
 (``--override admin.listener=127.0.0.1:0``; the URL is read from the ``kafkette admin on URL``
 line it prints), creates 1000 groups as the memory figure does (one member, session timeout
 60 s so the members stay for the whole run, and one committed offset each), then runs the
-pipelined heartbeat load of the load figure (32 connections, own groups, 8 in flight, counted
-for 5 s after a 0.3 s ramp) twice, in alternating order from run to run: once alone and once
+pipelined heartbeat load of the load figure (32 connections, each joining a group of its own,
+so 32 more groups per load, 8 in flight, counted for 5 s after a 0.3 s ramp) twice, in alternating order from run to run: once alone and once
 while a thread GETs ``/metrics`` once a second (start to start) for the whole life of the load
 generator, timing each scrape (request sent → whole body read; every body must name the last
 of the 1000 groups). Rows: heartbeats/s without and with scrapes, their ratio (issue 21 asks
