@@ -1,15 +1,17 @@
 """Heartbeats/s while ``/metrics`` is scraped every second, with 1 000 groups (kafkette only).
 
-Each run starts a fresh kafkette with its admin server on a free port
-(``--override admin.listener=127.0.0.1:0``; the URL is read from the ``kafkette admin on URL``
-line it prints), creates 1000 groups as the memory figure does (one member, session timeout
-60 s so the members stay for the whole run, and one committed offset each), then runs the
-pipelined heartbeat load of the load figure (32 connections, each joining a group of its own,
-so 32 more groups per load, 8 in flight, counted for 5 s after a 0.3 s ramp) twice, in alternating order from run to run: once alone and once
-while a thread GETs ``/metrics`` once a second (start to start) for the whole life of the load
-generator, timing each scrape (request sent → whole body read; every body must name the last
-of the 1000 groups). Rows: heartbeats/s without and with scrapes, their ratio (issue 21 asks
-for ≥ 0.9), and the median scrape duration of the run. Peers have no such endpoint: n/a.
+Each run starts a fresh kafkette with its admin server on a free port (``--override
+admin.listener=127.0.0.1:0``; the URL is read from the ``kafkette admin on URL`` line it prints),
+creates 1000 groups as the memory figure does (one member, session timeout 60 s so the members
+stay for the whole run, and one committed offset each), then runs the pipelined heartbeat load of
+the load figure (32 connections, each joining a group of its own, so 32 more groups per load, 8 in
+flight, counted for 5 s after a 0.3 s ramp) twice, in alternating order from run to run: once
+alone and once while a thread GETs ``/metrics`` once a second (start to start) for the whole life
+of the load generator, timing each scrape (request sent → whole body read; every body must name
+the last of the 1000 groups). Before the loads, three scrapes one after the other without load
+give the idle scrape row. Rows: heartbeats/s without and with scrapes, their ratio (issue 21 asks
+for ≥ 0.9), and the median scrape durations of the run, under load and idle. Peers have no such
+endpoint: n/a.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from bench.figures.wire import (
 from bench.peers import Server, Target
 
 GROUPS = 1000
+IDLE_SCRAPES = 3
 SESSION_MS = 60000
 LOAD_SECONDS = 5.0
 ADMIN_LINE = "kafkette admin on "
@@ -60,6 +63,17 @@ def admin_url(server: Server, timeout: float = 10) -> str:
     raise RuntimeError(f"no '{ADMIN_LINE}URL' line from kafkette: {server.log_tail()}")
 
 
+def scrape_once(url: str, must_contain: str) -> float:
+    """Seconds to GET ``url`` and read the whole body, which must mention ``must_contain``."""
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        body = resp.read().decode()
+    elapsed = time.perf_counter() - t0
+    if must_contain not in body:
+        raise RuntimeError(f"/metrics does not mention {must_contain}")
+    return elapsed
+
+
 class Scraper(threading.Thread):
     """GETs ``url`` once a second until stopped; the duration of each scrape in seconds."""
 
@@ -74,11 +88,7 @@ class Scraper(threading.Thread):
         try:
             while not self.done.is_set():
                 t0 = time.perf_counter()
-                with urllib.request.urlopen(self.url, timeout=30) as resp:
-                    body = resp.read().decode()
-                self.durations.append(time.perf_counter() - t0)
-                if self.must_contain not in body:
-                    raise RuntimeError(f"/metrics does not mention {self.must_contain}")
+                self.durations.append(scrape_once(self.url, self.must_contain))
                 self.done.wait(max(0.0, 1.0 - (time.perf_counter() - t0)))
         except BaseException as exc:  # noqa: BLE001 - re-raised by the measuring thread
             self.error = exc
@@ -94,6 +104,7 @@ class Scrape(Figure):
             url = admin_url(server) + "/metrics"
             groups = create_groups(server.bootstrap, f"scrape-{uuid.uuid4().hex[:6]}", GROUPS,
                                    SESSION_MS)
+            idle = [scrape_once(url, f'"{groups[-1]}"') for _ in range(IDLE_SCRAPES)]
             topic = f"hb-{uuid.uuid4().hex[:8]}"
             with WireClient(server.bootstrap) as client:
                 client.create_topic(topic, 1)
@@ -120,7 +131,7 @@ class Scrape(Figure):
                 without = plain()
                 with_scrapes, durations = scraped()
             return {"without": without, "with": with_scrapes, "ratio": with_scrapes / without,
-                    "scrape": statistics.median(durations)}
+                    "scrape": statistics.median(durations), "idle_scrape": statistics.median(idle)}
         finally:
             server.stop()
             shutil.rmtree(server.data_dir, ignore_errors=True)
@@ -134,7 +145,8 @@ FIGURES = [Scrape(
               higher_is_better=True),
           Row("ratio", "heartbeats/s with/without scrapes (same run)", "×",
               higher_is_better=True),
-          Row("scrape", "median /metrics scrape (1000 groups, under load)", "ms", 1000)),
+          Row("scrape", "median /metrics scrape (1000 groups, under load)", "ms", 1000),
+          Row("idle_scrape", "median /metrics scrape (1000 groups, no load)", "ms", 1000)),
     needs=(FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT),
     fresh=True,
 )]
