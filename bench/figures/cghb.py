@@ -13,8 +13,6 @@ figure.
 
 from __future__ import annotations
 
-import uuid
-
 from bench.figures.base import Context, Figure, Row
 from bench.figures.kip848 import require_consumer_protocol
 from bench.figures.load import loadgen
@@ -24,7 +22,7 @@ from bench.figures.wire import (
     HEARTBEAT,
     JOIN_GROUP,
     SYNC_GROUP,
-    WireClient,
+    fresh_topic,
 )
 from bench.peers import Server
 
@@ -35,10 +33,7 @@ class ConsumerHeartbeatLoad(Figure):
         super().check(server)
 
     def prepare(self, server: Server) -> str:
-        topic = f"cghb-{uuid.uuid4().hex[:8]}"
-        with WireClient(server.bootstrap) as client:
-            client.create_topic(topic, 1)
-        return topic
+        return fresh_topic(server.bootstrap, "cghb")
 
     def measure(self, ctx: Context) -> dict[str, float]:
         assert ctx.server is not None

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 from bench.figures.base import Context, Figure, NotApplicable, Row
 from bench.figures.wire import (
@@ -37,6 +36,7 @@ from bench.figures.wire import (
     FIND_COORDINATOR,
     WireClient,
     error_name,
+    fresh_topic,
     supported_versions,
 )
 from bench.peers import Server
@@ -102,10 +102,7 @@ def wait_balanced(members: list[Member], partitions: set[int], what: str) -> flo
 
 
 def form_and_leave(bootstrap: str, protocol: str) -> tuple[float, float]:
-    tag = f"{protocol}-{uuid.uuid4().hex[:8]}"
-    topic = f"k848-{tag}"
-    with WireClient(bootstrap) as client:
-        client.create_topic(topic, MEMBERS)
+    topic = fresh_topic(bootstrap, f"k848-{protocol}", MEMBERS)
     members = [Member(bootstrap, f"{topic}-group", protocol, i) for i in range(MEMBERS)]
     partitions = set(range(MEMBERS))
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from bench.figures.base import Context, Figure, Row
@@ -23,6 +22,7 @@ from bench.figures.wire import (
     OFFSET_COMMIT,
     SYNC_GROUP,
     WireClient,
+    fresh_topic,
 )
 
 GROUPS = 1000
@@ -35,9 +35,7 @@ def create_groups(bootstrap: str, prefix: str, count: int = GROUPS,
                   session_ms: int = SESSION_MS) -> list[str]:
     """``count`` groups named ``{prefix}-0000``..., each with one member (left to time out) and
     one committed offset of a fresh one-partition topic, joined from ``count`` threads at once."""
-    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with WireClient(bootstrap) as client:
-        client.create_topic(topic, 1)
+    topic = fresh_topic(bootstrap, prefix)
 
     def one(i: int) -> str:
         group = f"{prefix}-{i:04d}"

@@ -34,7 +34,7 @@ from bench.figures.wire import (
     JOIN_GROUP,
     OFFSET_COMMIT,
     SYNC_GROUP,
-    WireClient,
+    fresh_topic,
 )
 from bench.peers import Server, Target
 
@@ -105,9 +105,7 @@ class Scrape(Figure):
             groups = create_groups(server.bootstrap, f"scrape-{uuid.uuid4().hex[:6]}", GROUPS,
                                    SESSION_MS)
             idle = [scrape_once(url, f'"{groups[-1]}"') for _ in range(IDLE_SCRAPES)]
-            topic = f"hb-{uuid.uuid4().hex[:8]}"
-            with WireClient(server.bootstrap) as client:
-                client.create_topic(topic, 1)
+            topic = fresh_topic(server.bootstrap, "hb")
 
             def plain() -> float:
                 return loadgen(server.bootstrap, "heartbeat", topic, seconds=LOAD_SECONDS)

@@ -108,6 +108,16 @@ class WireClient(BaseWireClient):
             time.sleep(0.01)
 
 
+def fresh_topic(bootstrap: str, prefix: str, partitions: int = 1) -> str:
+    """Create a topic named ``{prefix}-{8 random hex digits}`` and return its name."""
+    import uuid
+
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with WireClient(bootstrap) as client:
+        client.create_topic(topic, partitions)
+    return topic
+
+
 def supported_versions(client: WireClient) -> dict[int, tuple[int, int]]:
     resp = client.request(API_VERSIONS, 0)
     if int(resp.error_code) != 0:
