@@ -250,7 +250,12 @@ def replay_bench(records: int) -> tuple[float, float]:
     from kafkette.coordinator.config import CoordinatorConfig
     from kafkette.coordinator.runtime import PartitionContext
     from kafkette.coordinator.shard import GroupCoordinatorShard
-    from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+    from kafkette.protocol.group_records import (
+        OffsetCommitKey,
+        OffsetCommitValue,
+        encode_key,
+        encode_value,
+    )
     from kafkette.storage.topics import LogManager
 
     async def main() -> tuple[float, float]:

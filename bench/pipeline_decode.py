@@ -22,7 +22,13 @@ import statistics
 import tempfile
 import time
 
-from kafkette.protocol.records import COMPRESSION_NAMES, Record, build_batch, decode_records, iter_batches
+from kafkette.protocol.records import (
+    COMPRESSION_NAMES,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batches,
+)
 
 SEGMENT_BYTES = 1 << 30
 RECORDS_PER_BATCH = 128  # ~16 KiB batches: the Java producer's default batch.size

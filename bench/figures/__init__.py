@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("startup", "groups", "commit", "load", "throughput", "replay", "memory",
-           "transactions")
+MODULES = ("startup", "groups", "kip848", "cghb", "commit", "load", "scrape", "throughput", "replay",
+           "memory", "transactions")
 
 
 def all_figures() -> list:

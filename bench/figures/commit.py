@@ -14,7 +14,7 @@ import time
 import uuid
 
 from bench.figures.base import Context, Figure, Row
-from bench.figures.wire import FIND_COORDINATOR, OFFSET_COMMIT, WireClient
+from bench.figures.wire import FIND_COORDINATOR, OFFSET_COMMIT, fresh_topic
 
 COMMITS = 200
 
@@ -26,10 +26,7 @@ class Commit(Figure):
         note = durability_note(server)
         if note:
             self.notes[server.target.name] = note
-        topic = f"commit-{uuid.uuid4().hex[:8]}"
-        with WireClient(server.bootstrap) as client:
-            client.create_topic(topic, 1)
-        return topic
+        return fresh_topic(server.bootstrap, "commit")
 
     def measure(self, ctx: Context) -> dict[str, float]:
         from confluent_kafka import Consumer, TopicPartition

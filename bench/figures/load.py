@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 
 from bench.figures.base import Context, Figure, Row
 from bench.figures.loadgen import check_response, commit_frame
@@ -25,13 +24,16 @@ from bench.figures.wire import (
     OFFSET_COMMIT,
     SYNC_GROUP,
     WireClient,
+    fresh_topic,
 )
 from bench.peers import ROOT, Server
 
 
-def loadgen(bootstrap: str, mode: str, topic: str, timeout: float = 60) -> float:
+def loadgen(bootstrap: str, mode: str, topic: str, timeout: float = 60,
+            seconds: float | None = None) -> float:
+    extra = ["--seconds", str(seconds)] if seconds is not None else []
     done = subprocess.run([sys.executable, "-m", "bench.figures.loadgen", "--bootstrap",
-                           bootstrap, "--mode", mode, "--topic", topic],
+                           bootstrap, "--mode", mode, "--topic", topic, *extra],
                           capture_output=True, text=True, cwd=ROOT, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"loadgen {mode}: {done.stderr.strip().splitlines()[-1:]}")
@@ -64,10 +66,7 @@ def durability_note(server: Server) -> str | None:
     """None if an acknowledged commit survives kill -9 (probed once per target per bench run)."""
     name = server.target.name
     if name not in _DURABLE:
-        topic = f"probe-{uuid.uuid4().hex[:8]}"
-        with WireClient(server.bootstrap) as client:
-            client.create_topic(topic, 1)
-        _DURABLE[name] = survives_kill(server, topic)
+        _DURABLE[name] = survives_kill(server, fresh_topic(server.bootstrap, "probe"))
     if _DURABLE[name]:
         return None
     return (f"{name}: not durable — an acknowledged commit was lost when the broker was killed "
@@ -76,13 +75,10 @@ def durability_note(server: Server) -> str | None:
 
 class Load(Figure):
     def prepare(self, server: Server) -> str:
-        tag = uuid.uuid4().hex[:8]
         note = durability_note(server)
         if note:
             self.notes[f"{server.target.name}:commit"] = note
-        with WireClient(server.bootstrap) as client:
-            client.create_topic(f"load-{tag}", 1)
-        return f"load-{tag}"
+        return fresh_topic(server.bootstrap, "load")
 
     def measure(self, ctx: Context) -> dict[str, float]:
         assert ctx.server is not None

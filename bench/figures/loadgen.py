@@ -1,12 +1,15 @@
 """Pipelined group-coordinator load from a separate process.
 
-``python -m bench.figures.loadgen --bootstrap HOST:PORT --mode heartbeat|commit --topic T``
+``python -m bench.figures.loadgen --bootstrap HOST:PORT --mode MODE --topic T``
 
 Setup (untimed): one group per connection. heartbeat: the connection joins its group as the only
 member (JoinGroup, with the KIP-394 member-id round trip where the version needs it, then
-SyncGroup as leader); commit: a "simple" group (generation -1, no member). Load: every connection
-keeps ``--depth`` identical requests in flight (Heartbeat, or OffsetCommit of one partition) and
-sends one more per response. A response counts only if it is byte-identical to the first one,
+SyncGroup as leader); consumer-heartbeat: the connection joins a KIP-848 consumer group as its
+only member (ConsumerGroupHeartbeat with epoch 0 subscribing to the topic, then heartbeats
+acknowledging the assignment until the epoch is stable); commit: a "simple" group (generation -1,
+no member). Load: every connection keeps ``--depth`` identical requests in flight (Heartbeat,
+ConsumerGroupHeartbeat with the member id and current epoch and no changed fields, or
+OffsetCommit of one partition) and sends one more per response. A response counts only if it is byte-identical to the first one,
 which was decoded and checked to carry no error. Prints one JSON line: responses/s over
 ``--seconds`` after a short ramp, and the number of non-identical (failed) responses.
 """
@@ -22,6 +25,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from bench.figures.wire import (
+    CONSUMER_GROUP_HEARTBEAT,
     HEARTBEAT,
     JOIN_GROUP,
     OFFSET_COMMIT,
@@ -93,6 +97,38 @@ def heartbeat_frame(client: WireClient, group: str, topic: str) -> tuple[int, by
     version = client.version(HEARTBEAT)
     return version, client.encode(HEARTBEAT, version, group_id=group, generation_id=generation,
                                   member_id=member, group_instance_id=None)
+
+
+def consumer_heartbeat_frame(client: WireClient, group: str, topic: str) -> tuple[int, bytes]:
+    """Join ``group`` (consumer protocol) as its only member; the steady-state heartbeat frame.
+
+    Join: epoch 0, subscribed to ``topic``, owning nothing (v1+: with a client-chosen member id,
+    v0: the coordinator picks it). Then heartbeat with the current epoch, reporting the last
+    assignment received as owned, until a response brings neither a new epoch nor an assignment.
+    The returned frame carries only the member id and epoch (every other field null: unchanged),
+    as a client's regular heartbeat does."""
+    version = client.version(CONSUMER_GROUP_HEARTBEAT)
+    req = request_type(CONSUMER_GROUP_HEARTBEAT, version)
+    owned_cls = item_type(req, "topic_partitions")
+    fields = dict(group_id=group, member_id=str(uuid.uuid4()) if version >= 1 else "",
+                  member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=SESSION_MS,
+                  subscribed_topic_names=(topic,), subscribed_topic_regex=None,
+                  server_assignor=None, topic_partitions=())
+    for _attempt in range(20):
+        resp = client.request(CONSUMER_GROUP_HEARTBEAT, version, **fields)
+        if int(resp.error_code) != 0:
+            raise KafkaError(f"ConsumerGroupHeartbeat {group}: {error_name(int(resp.error_code))}")
+        settled = fields["member_epoch"] == resp.member_epoch and resp.assignment is None
+        fields.update(member_id=resp.member_id, member_epoch=resp.member_epoch,
+                      rebalance_timeout=-1, subscribed_topic_names=None)
+        if settled:
+            fields["topic_partitions"] = None
+            return version, client.encode(CONSUMER_GROUP_HEARTBEAT, version, **fields)
+        if resp.assignment is not None:
+            fields["topic_partitions"] = tuple(
+                make(owned_cls, topic_id=t.topic_id, partitions=t.partitions)
+                for t in resp.assignment.topic_partitions)
+    raise KafkaError(f"consumer group {group}: member epoch did not settle")
 
 
 def commit_frame(client: WireClient, group: str, topic: str, partitions: int = 1,
@@ -197,7 +233,8 @@ async def drive(clients: list[WireClient], frames: list[bytes], responses: list[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--mode", choices=["heartbeat", "commit"], required=True)
+    parser.add_argument("--mode", choices=["heartbeat", "consumer-heartbeat", "commit"],
+                        required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--depth", type=int, default=8)
@@ -212,6 +249,9 @@ def main() -> None:
         if args.mode == "heartbeat":
             version, frame = heartbeat_frame(client, group, args.topic)
             api_key = HEARTBEAT
+        elif args.mode == "consumer-heartbeat":
+            version, frame = consumer_heartbeat_frame(client, group, args.topic)
+            api_key = CONSUMER_GROUP_HEARTBEAT
         else:
             version, frame = commit_frame(client, group, args.topic)
             api_key = OFFSET_COMMIT

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from bench.figures.base import Context, Figure, Row
@@ -23,12 +22,32 @@ from bench.figures.wire import (
     OFFSET_COMMIT,
     SYNC_GROUP,
     WireClient,
+    fresh_topic,
 )
 
 GROUPS = 1000
 THREADS = 1000  # every group joins at once: a broker may hold each first join
 SETTLE = 0.5
 SESSION_MS = 10000
+
+
+def create_groups(bootstrap: str, prefix: str, count: int = GROUPS,
+                  session_ms: int = SESSION_MS) -> list[str]:
+    """``count`` groups named ``{prefix}-0000``..., each with one member (left to time out) and
+    one committed offset of a fresh one-partition topic, joined from ``count`` threads at once."""
+    topic = fresh_topic(bootstrap, prefix)
+
+    def one(i: int) -> str:
+        group = f"{prefix}-{i:04d}"
+        with WireClient(bootstrap) as client:
+            generation, member = join(client, group, topic, session_ms=session_ms,
+                                      rebalance_ms=session_ms)
+            version, frame = commit_frame(client, group, topic, 1, i, generation, member)
+            check_response(OFFSET_COMMIT, version, client.pipeline([frame])[0])
+        return group
+
+    with ThreadPoolExecutor(min(THREADS, count)) as pool:
+        return list(pool.map(one, range(count)))
 
 
 class Memory(Figure):
@@ -38,20 +57,7 @@ class Memory(Figure):
             self.check(server)
             time.sleep(SETTLE)
             idle = server.rss_bytes()
-            topic = f"mem-{uuid.uuid4().hex[:8]}"
-            with WireClient(server.bootstrap) as client:
-                client.create_topic(topic, 1)
-
-            def one(i: int) -> None:
-                group = f"mem-{i:04d}"
-                with WireClient(server.bootstrap) as client:
-                    generation, member = join(client, group, topic, session_ms=SESSION_MS,
-                                              rebalance_ms=SESSION_MS)
-                    version, frame = commit_frame(client, group, topic, 1, i, generation, member)
-                    check_response(OFFSET_COMMIT, version, client.pipeline([frame])[0])
-
-            with ThreadPoolExecutor(THREADS) as pool:
-                list(pool.map(one, range(GROUPS)))
+            create_groups(server.bootstrap, "mem")
             time.sleep(SETTLE)
             return {"idle": idle, "groups": server.rss_bytes()}
         finally:

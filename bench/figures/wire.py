@@ -16,9 +16,11 @@ from kafkette.protocol.codec import request_type
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
 API_VERSIONS, CREATE_TOPICS = 18, 19
+CONSUMER_GROUP_HEARTBEAT = 68
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit",
              9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
-             13: "LeaveGroup", 14: "SyncGroup", 18: "ApiVersions", 19: "CreateTopics"}
+             13: "LeaveGroup", 14: "SyncGroup", 18: "ApiVersions", 19: "CreateTopics",
+             68: "ConsumerGroupHeartbeat"}
 
 # Versions the benchmarks speak when the target allows (all accepted by Apache Kafka 4.x).
 PREFERRED = {PRODUCE: 7, FETCH: 11, LIST_OFFSETS: 5, METADATA: 7, OFFSET_COMMIT: 7, OFFSET_FETCH: 7,
@@ -104,6 +106,16 @@ class WireClient(BaseWireClient):
             if time.monotonic() > deadline:
                 raise KafkaError(f"topic {name} not ready: {topic.error_code!r}")
             time.sleep(0.01)
+
+
+def fresh_topic(bootstrap: str, prefix: str, partitions: int = 1) -> str:
+    """Create a topic named ``{prefix}-{8 random hex digits}`` and return its name."""
+    import uuid
+
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with WireClient(bootstrap) as client:
+        client.create_topic(topic, partitions)
+    return topic
 
 
 def supported_versions(client: WireClient) -> dict[int, tuple[int, int]]:

@@ -56,12 +56,15 @@ def readme_commands() -> list[str]:
     """Shell commands of README's ```sh blocks and ``$ `` lines, and its indented commands."""
     commands: list[str] = []
     in_block, lang = False, ""
-    for line in (ROOT / "README.md").read_text().splitlines():
+    # A line ending in a backslash continues on the next one, as in a shell.
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "README.md").read_text())
+    for line in text.splitlines():
         if line.startswith("```"):
             in_block, lang = not in_block, line[3:].strip()
             continue
         if in_block and lang == "sh":
-            command = re.split(r"\s+#\s", line.strip())[0].strip()
+            command = "" if line.lstrip().startswith("#") else \
+                re.split(r"\s+#\s", line.strip())[0].strip()
         elif in_block and lang == "" and line.startswith("$ "):
             command = line[2:].strip()
         elif not in_block and line.startswith(("    python -m ", "    kafkette ")):
@@ -82,7 +85,7 @@ def test_readme_lists_the_commands_this_file_runs():
         if command in RUN_ELSEWHERE:
             where = RUN_ELSEWHERE[command].split(" ")[0]
             assert (ROOT / where).exists(), where
-        else:
+        elif not _admin_api_command(command):
             assert words[:2] in (["kafkette", "serve"], ["kafkette", "groups"]), command
 
 
@@ -137,3 +140,63 @@ def test_every_readme_groups_command_runs(kafka_broker_factory):
         assert "Traceback" not in result.stderr
     with AdminClient(broker.bootstrap) as admin:  # README's last command deleted the group
         assert "billing" not in [g for g, _t, _s in admin.list_groups()]
+
+
+# The admin API (faults, nodes, moves): README's curl and `kafkette cluster` lines ----------------
+
+ADMIN = "localhost:9644"
+
+
+def _admin_api_command(command: str) -> bool:
+    """curl against the admin server, or `kafkette cluster` (over the same HTTP API); the curl
+    lines of the metrics section are fetched by tests/admin (RUN_ELSEWHERE)."""
+    return (command.startswith("curl ") and ADMIN in command) or \
+        command.startswith("kafkette cluster ")
+
+
+def test_every_readme_admin_api_command_runs(tmp_path):
+    """Each curl and `kafkette cluster` line of README, in order, against `kafkette serve --nodes 3
+    --admin`, the way a user pastes them (the README's address swapped for the real one)."""
+    commands = [c for c in readme_commands()
+                if _admin_api_command(c) and c not in RUN_ELSEWHERE]
+    assert any("/v1/faults" in c for c in commands) and any("/v1/nodes/" in c for c in commands)
+    assert any(c.startswith("kafkette cluster faults add") for c in commands)
+    proc = subprocess.Popen(
+        [_kafkette(), "serve", "--nodes", "3", "--admin", "127.0.0.1:0", "--override",
+         "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path / 'logs'}",
+         "--override", "group.initial.rebalance.delay.ms=0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        admin = None
+        for _ in range(10):
+            line = proc.stdout.readline()
+            match = re.search(r"kafkette admin on http://([\w.:-]+)", line)
+            if match:
+                admin = match.group(1)
+                break
+        assert admin is not None, "no admin URL printed"
+        env = {**os.environ, "PATH": f"{Path(_kafkette()).parent}{os.pathsep}{os.environ['PATH']}"}
+        subprocess.run([_kafkette(), "groups", "--bootstrap-server", _bootstrap_of(admin),
+                        "--list"], capture_output=True, timeout=60, env=env)
+        for command in commands:
+            command = command.replace(ADMIN, admin)
+            result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
+                                    text=True, timeout=60, env=env)
+            assert result.returncode == 0, (command, result.stdout, result.stderr)
+            assert "Traceback" not in result.stderr, (command, result.stderr)
+            if command.startswith("curl "):
+                import json
+
+                json.loads(result.stdout)  # every answer of the admin API is JSON
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def _bootstrap_of(admin: str) -> str:
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{admin}/v1/cluster", timeout=10) as response:
+        node = json.load(response)["nodes"][0]
+    return f"{node['host']}:{node['port']}"
