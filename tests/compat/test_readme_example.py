@@ -180,6 +180,8 @@ def test_every_readme_admin_api_command_runs(tmp_path):
                         "--list"], capture_output=True, timeout=60, env=env)
         for command in commands:
             command = command.replace(ADMIN, admin)
+            if command.startswith("curl "):  # an HTTP error status must fail the command too
+                command = "curl --fail-with-body " + command[len("curl "):]
             result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
                                     text=True, timeout=60, env=env)
             assert result.returncode == 0, (command, result.stdout, result.stderr)
