@@ -23,8 +23,8 @@ import datetime as dt
 import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from .admin_cli import EARLIEST, LATEST, AdminClient, AdminError, decode_assignment

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from kafkette.protocol.build import item_type, make
 from kio.schema.errors import ErrorCode
+
+from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..registry import api

@@ -20,7 +20,13 @@ from kafkette.protocol.records import (
     decode_records,
     parse_batch_header,
 )
-from kafkette.storage.log import LEADER_EPOCH, AppendInfo, LogSlice, OffsetOutOfRangeError, PartitionLog
+from kafkette.storage.log import (
+    LEADER_EPOCH,
+    AppendInfo,
+    LogSlice,
+    OffsetOutOfRangeError,
+    PartitionLog,
+)
 from kafkette.storage.topics import LogManager, TopicInfo
 
 from ..stats import BrokerStats

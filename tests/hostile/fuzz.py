@@ -28,10 +28,10 @@ from pathlib import Path
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
 
-from kafkette.broker.testing import BrokerProcess, test_config
-from kafkette.protocol.codec import codec, encode_request
 from kio.schema.errors import ErrorCode
 
+from kafkette.broker.testing import BrokerProcess, test_config
+from kafkette.protocol.codec import codec, encode_request
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient
 

@@ -13,7 +13,6 @@ from datetime import timedelta
 
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
-
 from tests.wire import WireClient, entity
 
 JOIN, SYNC, HEARTBEAT, COMMIT = 11, 14, 12, 8

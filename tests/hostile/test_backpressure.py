@@ -17,7 +17,6 @@ from kafkette.broker.testing import test_config as broker_config
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import encode_request, request_type
 from kafkette.protocol.records import build_batch
-
 from tests.dataplane.test_wire import create_topic, produce
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient, entity

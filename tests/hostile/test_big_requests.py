@@ -12,7 +12,6 @@ import logging
 import struct
 
 from kafkette.protocol.headers import encode_uvarint
-
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient
 

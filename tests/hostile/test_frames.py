@@ -11,11 +11,11 @@ import struct
 import uuid
 
 import pytest
+from kio.schema.errors import ErrorCode
+
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import encode_request, request_type
 from kafkette.protocol.headers import encode_uvarint
-from kio.schema.errors import ErrorCode
-
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient
 

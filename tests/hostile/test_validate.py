@@ -7,10 +7,10 @@ import random
 import struct
 
 import pytest
+
 from kafkette.protocol.codec import DecodeError, codec, encode_request
 from kafkette.protocol.headers import parse_request_header
 from kafkette.protocol.validate import MalformedRequest, check_body
-
 from tests.hostile.fuzz import mutate, random_entity, valid_request
 
 
