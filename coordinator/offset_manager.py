@@ -197,9 +197,15 @@ class OffsetMetadataManager:
         return records, out
 
     def delete_all(self, group_id: str, records: list[RawRecord]) -> None:
-        """Tombstones for every offset of the group (DeleteGroups)."""
-        for topic, parts in self.offsets.get(group_id, {}).items():
+        """Tombstones for every offset of the group (DeleteGroups), pending transactional ones
+        included: one tombstone per partition, as Kafka's deleteAllOffsets writes."""
+        stored = self.offsets.get(group_id, {})
+        for topic, parts in stored.items():
             records.extend(R.offset_tombstone(group_id, topic, p) for p in parts)
+        if self.txn:
+            for topic, p in sorted(self.txn.unstable(group_id)):
+                if p not in stored.get(topic, ()):
+                    records.append(R.offset_tombstone(group_id, topic, p))
 
     def delete_partitions(self, topic_partitions: Iterable[tuple[str, int]],
                           records: list[RawRecord]) -> None:
