@@ -71,3 +71,14 @@ def test_delete_groups_tombstones_pending_offsets(shard) -> None:  # noqa: F811
     assert _offsets(shard, stable=True) == {0: (-1, E.NONE), 1: (-1, E.NONE)}
     shard.replay_all([(TxnMarker(7, 0, True), None)])
     assert _offsets(shard) == {0: (-1, E.NONE), 1: (-1, E.NONE)}
+
+
+def test_group_with_only_pending_offsets_exists_and_is_kept(shard) -> None:  # noqa: F811
+    """Kafka's replay creates the simple group for a transactional offset record, and
+    cleanupGroupMetadata keeps a group while it has an open transaction."""
+    shard.replay_all([_txn(7, 10)])
+    assert "g" in shard.groups
+    assert not shard.cleanup_group_metadata().records
+    assert "g" in shard.groups
+    shard.replay_all([(TxnMarker(7, 0, False), None)])  # aborted: nothing left
+    assert [v for _k, v in shard.cleanup_group_metadata().records] == [None]  # group tombstone

@@ -19,6 +19,7 @@ from .test_isolation import _list_offset
 INIT_PRODUCER_ID, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH = 22, 25, 26, 28, 9
 UNSTABLE_OFFSET_COMMIT, PRODUCER_FENCED, INVALID_PRODUCER_EPOCH = 88, 90, 47
 CONCURRENT_TRANSACTIONS = 51
+DELETE_GROUPS = 42
 
 
 def test_zombie_producer_is_fenced(kafka_broker_factory) -> None:
@@ -232,3 +233,30 @@ def test_produce_is_verified_against_the_transaction(kafka_broker_factory) -> No
         assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
         assert _produce_txn(w, "verify-app", "v", pid, epoch) == 0
         assert _list_offset(broker.bootstrap, "v", 1) == 0  # open: the LSO holds
+
+
+def test_delete_groups_drops_pending_transactional_offsets(kafka_broker_factory) -> None:
+    """Kafka's deleteAllOffsets: DeleteGroups of a group whose only offset is a pending
+    TxnOffsetCommit tombstones it, so the COMMIT marker that follows materialises nothing,
+    also after a restart."""
+    broker = kafka_broker_factory(FAST)
+    create_topic(broker.bootstrap, "in")
+    with WireClient(broker.bootstrap) as w:
+        _error, pid, epoch = _init(w, "deleting-app")
+        ids = dict(transactional_id="deleting-app", producer_id=pid, producer_epoch=epoch)
+        assert w.request(ADD_OFFSETS, 3, group_id="stable-group", **ids).error_code == 0
+        assert _txn_commit(w, "deleting-app", pid, epoch, 5) == 0
+        assert _fetch(w, require_stable=True) == (UNSTABLE_OFFSET_COMMIT, -1)
+        deleted = w.request(DELETE_GROUPS, 2, groups_names=("stable-group",))
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [("stable-group", 0)]
+        assert _fetch(w, require_stable=True) == (0, -1)  # nothing pending any more
+        assert w.request(END_TXN, 3, committed=True, **ids).error_code == 0
+        time.sleep(0.3)  # the COMMIT marker reaches __consumer_offsets after the PrepareCommit
+        assert _fetch(w, require_stable=True) == (0, -1)
+    broker.restart()
+    with WireClient(broker.bootstrap) as w:
+        for _ in range(100):
+            if _fetch(w, require_stable=True)[0] != 14:  # loading
+                break
+            time.sleep(0.05)
+        assert _fetch(w, require_stable=True) == (0, -1)
