@@ -197,9 +197,15 @@ class OffsetMetadataManager:
         return records, out
 
     def delete_all(self, group_id: str, records: list[RawRecord]) -> None:
-        """Tombstones for every offset of the group (DeleteGroups)."""
-        for topic, parts in self.offsets.get(group_id, {}).items():
+        """Tombstones for every offset of the group (DeleteGroups), pending transactional ones
+        included: one tombstone per partition, as Kafka's deleteAllOffsets writes."""
+        stored = self.offsets.get(group_id, {})
+        for topic, parts in stored.items():
             records.extend(R.offset_tombstone(group_id, topic, p) for p in parts)
+        if self.txn:
+            for topic, p in sorted(self.txn.unstable(group_id)):
+                if p not in stored.get(topic, ()):
+                    records.append(R.offset_tombstone(group_id, topic, p))
 
     def delete_partitions(self, topic_partitions: Iterable[tuple[str, int]],
                           records: list[RawRecord]) -> None:
@@ -216,11 +222,13 @@ class OffsetMetadataManager:
 
     def expire(self, group: ClassicGroup, now_ms: int, retention_ms: int,
                records: list[RawRecord]) -> bool:
-        """Tombstones for the group's expired offsets; True if none is left afterwards."""
+        """Tombstones for the group's expired offsets; True if none is left afterwards and no
+        transactional commit of the group is pending (Kafka keeps a group with open
+        transactions)."""
         group_id = group.group_id
         stored = self.offsets.get(group_id)
         if not stored:
-            return True
+            return not (self.txn and self.txn.unstable(group_id))
         base: Callable[[OffsetCommitValue], int] | None = group.offset_expiration_base()
         if base is None:
             return False
@@ -245,4 +253,4 @@ class OffsetMetadataManager:
                     records.append(R.offset_tombstone(group_id, topic, p))
                 else:
                     all_expired = False
-        return all_expired
+        return all_expired and not unstable

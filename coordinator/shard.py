@@ -152,6 +152,9 @@ class GroupCoordinatorShard:
                         exc)
             return
         if isinstance(decoded, OffsetCommitKey):
+            # Kafka creates the simple group on a transactional offset record too.
+            if value is not None and decoded.group not in self.consumer.groups:
+                self.group_manager.ensure_group(decoded.group)
             prefix = self.offset_manager.txn.add(key.producer_id, key.producer_epoch, decoded,
                                                  key.key, value)
             if prefix is not None:

@@ -51,6 +51,11 @@ class Columns:
     key: pa.Array | None = None  # binary
     value: pa.Array | None = None  # binary
     headers: pa.Array | None = None  # list<struct<key string, value binary>>
+    # Per record, from its batch: written in a transaction, a transaction marker, part of an
+    # aborted transaction (never seen by read_committed consumers). Set by decode_batches.
+    transactional: np.ndarray | None = None  # bool
+    control: np.ndarray | None = None  # bool
+    aborted: np.ndarray | None = None  # bool
 
     def __len__(self) -> int:
         return len(self.offset)
@@ -230,9 +235,19 @@ class _Chunk:
         self.base_ts: list[int] = []
         self.max_ts: list[int] = []
         self.log_append: list[bool] = []
+        self.flags: list[tuple[bool, bool, bool]] = []  # transactional, control, aborted
         self.size = 0
 
     def decode(self, payload: bool, reference: bool = False) -> Columns:
+        cols = self._decode(payload, reference)
+        flags = np.array(self.flags, dtype=bool).reshape(-1, 3)
+        per_record = np.repeat(flags, self.counts, axis=0)
+        if len(per_record) != len(cols):  # a batch whose count differs from its records
+            per_record = np.repeat(flags, [len(decode_records(b)) for b in self.batches], axis=0)
+        cols.transactional, cols.control, cols.aborted = per_record.T.copy()
+        return cols
+
+    def _decode(self, payload: bool, reference: bool) -> Columns:
         if reference:
             return _decode_reference(self.batches, payload)
         data = b"".join([*self.pieces, _PAD])
@@ -248,13 +263,24 @@ class _Chunk:
             return _decode_reference(self.batches, payload)
 
 
+AbortedRanges = dict[int, list[tuple[int, int]]]  # producer id -> [(first offset, marker offset)]
+
+
+def is_aborted(aborted: AbortedRanges, producer_id: int, offset: int) -> bool:
+    """A transactional batch at ``offset`` belongs to one of the producer's aborted transactions
+    (the partition's .txnindex entries)."""
+    return any(first <= offset < last for first, last in aborted.get(producer_id, ()))
+
+
 def decode_batches(buf: bytes | bytearray | memoryview, *, payload: bool = True,
                    check_crc: bool = True, include_control: bool = False,
-                   max_chunk: int = _MAX_CHUNK, reference: bool = False) -> Iterator[Columns]:
+                   max_chunk: int = _MAX_CHUNK, reference: bool = False,
+                   aborted: AbortedRanges | None = None) -> Iterator[Columns]:
     """Decode every whole batch in ``buf`` (a torn tail is ignored), a chunk at a time.
 
     Control batches (transaction markers) are skipped unless ``include_control``.
     ``reference`` decodes with protocol.records only (the benchmark's baseline).
+    ``aborted``: the partition's aborted transactions, which set the ``aborted`` column.
     """
     chunk = _Chunk()
     for header, batch in iter_batches(buf):
@@ -274,6 +300,10 @@ def decode_batches(buf: bytes | bytearray | memoryview, *, payload: bool = True,
         chunk.base_ts.append(header.base_timestamp)
         chunk.max_ts.append(header.max_timestamp)
         chunk.log_append.append(header.timestamp_type == LOG_APPEND_TIME)
+        transactional = header.is_transactional
+        chunk.flags.append((transactional, header.is_control,
+                            bool(aborted) and transactional and not header.is_control
+                            and is_aborted(aborted, header.producer_id, header.base_offset)))
         chunk.size += len(piece)
         if chunk.size >= max_chunk:
             yield chunk.decode(payload, reference)

@@ -56,7 +56,9 @@ def _ms(col: str | Column) -> Column:
 
 def read_offsets(spark: SparkSession, log_dirs: str) -> tuple[DataFrame, DataFrame, DataFrame]:
     """(commits, group metadata, both) from ``__consumer_offsets``, decoded in one pass."""
+    # An aborted TxnOffsetCommit never took effect: it is no commit.
     raw = (spark.read.format("kafkette").option("topics", OFFSETS_TOPIC).load(log_dirs)
+           .filter(~F.col("aborted"))
            .select("partition", "offset", "timestamp", "key", "value"))
     decoded = raw.mapInArrow(decode_arrow, DDL).cache()
     commits = decoded.filter(F.col("kind") == "commit").select(*COMMIT_COLUMNS)
@@ -65,13 +67,15 @@ def read_offsets(spark: SparkSession, log_dirs: str) -> tuple[DataFrame, DataFra
 
 
 def end_offset_points(spark: SparkSession, log_dirs: str) -> DataFrame:
-    """Per partition and record timestamp: the smallest offset and 1 + the greatest offset."""
+    """Per partition and record timestamp: the smallest offset, 1 + the greatest offset, and
+    how many records (markers not counted) and aborted records it holds."""
     # Transaction markers take offsets too: a consumer past one commits beyond the last record.
     data = (spark.read.format("kafkette").option("columns", "meta").option("include_control", "true")
             .option("exclude_topics", OFFSETS_TOPIC).load(log_dirs))
     return (data.groupBy("topic", "partition", "timestamp")
             .agg(F.min("offset").alias("min_offset"), (F.max("offset") + 1).alias("end_offset"),
-                 F.count(F.lit(1)).alias("records")))
+                 F.count(F.when(~F.col("control"), 1)).alias("records"),
+                 F.count(F.when(F.col("aborted"), 1)).alias("aborted_records")))
 
 
 def log_end_offsets(points: DataFrame) -> DataFrame:
@@ -79,6 +83,7 @@ def log_end_offsets(points: DataFrame) -> DataFrame:
             .agg(F.min("min_offset").alias("log_start_offset"),
                  F.max("end_offset").alias("log_end_offset"),
                  F.sum("records").alias("records"),
+                 F.sum("aborted_records").alias("aborted_records"),
                  F.min("timestamp").alias("first_timestamp"),
                  F.max("timestamp").alias("last_timestamp")))
 

@@ -9,12 +9,19 @@ value and headers, several times faster), ``split_bytes`` (default 64 MiB: one i
 segment, or per range of that many bytes of a larger segment), ``check_crc`` (default true),
 ``include_control`` (default false: transaction markers are not rows), ``decoder`` = ``fast``
 (default) or ``reference`` (protocol.records, one Python object per record: the baseline).
+
+Every row says whether it was written in a transaction (``transactional``), is a transaction
+marker (``control``, only with ``include_control``) or belongs to an aborted transaction
+(``aborted``: from the partition's ``.txnindex`` files, Kafka's aborted-transaction index; such
+records never reach a read_committed consumer). A transaction still open reads as not aborted.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,12 +29,15 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from .fastdecode import Columns, decode_batches
+from kafkette.storage import txn_index
+
+from .fastdecode import AbortedRanges, Columns, decode_batches
 from .segments import DEFAULT_SPLIT_BYTES, Split, plan_splits
 
 log = logging.getLogger("kafkette.pipeline")
 
-META_SCHEMA = "topic string, partition int, offset bigint, timestamp timestamp"
+META_SCHEMA = ("topic string, partition int, offset bigint, timestamp timestamp,"
+               " transactional boolean, control boolean, aborted boolean")
 FULL_SCHEMA = (META_SCHEMA + ", key binary, value binary,"
                " headers array<struct<key: string, value: binary>>")
 # Decoded records per Arrow batch handed to Spark: big enough to amortise per-batch costs.
@@ -106,10 +116,27 @@ class KafketteReader(DataSourceReader):
             # Retention deleted the segment between planning and reading: its records are gone.
             log.warning("segment %s disappeared before it was read", split.path)
             return
+        aborted = aborted_transactions(os.path.dirname(split.path))
         for cols in decode_batches(data, payload=self.payload, check_crc=self.check_crc,
                                    include_control=self.include_control, max_chunk=_CHUNK_BYTES,
-                                   reference=self.reference):
+                                   reference=self.reference, aborted=aborted):
             yield to_record_batch(cols, split.topic, split.partition, arrow_schema)
+
+
+def aborted_transactions(partition_dir: str) -> AbortedRanges:
+    """The partition's aborted transactions from its .txnindex files (one per segment holding
+    ABORT markers; the broker keeps them current, and rewrites them from the log at startup)."""
+    out: AbortedRanges = {}
+    for name in sorted(os.listdir(partition_dir)):
+        if not name.endswith(txn_index.SUFFIX):
+            continue
+        try:
+            entries = txn_index.read(Path(partition_dir, name))
+        except FileNotFoundError:  # its segment was deleted meanwhile
+            continue
+        for producer_id, first, last, _lso in entries:
+            out.setdefault(producer_id, []).append((first, last))
+    return out
 
 
 def to_record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
@@ -120,7 +147,10 @@ def to_record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema
         pa.array(np.full(n, partition, dtype=np.int32)),
         pa.array(cols.offset),
         pa.array(cols.timestamp * 1000).cast(ts_type),
+        pa.array(cols.transactional, pa.bool_()),
+        pa.array(cols.control, pa.bool_()),
+        pa.array(cols.aborted, pa.bool_()),
     ]
-    if len(schema) > 4:
+    if len(schema) > 7:
         arrays += [cols.key, cols.value, cols.headers.cast(schema.field("headers").type)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -34,6 +34,7 @@ CREATE_TIME, LOG_APPEND_TIME = 0, 1
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
+_DELETE_HORIZON_BIT = 0x40  # KIP-534: the base timestamp is the batch's delete horizon
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _I64 = struct.Struct(">q")
@@ -84,6 +85,11 @@ class BatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the cleaner may drop this batch's tombstones or marker (None: not set yet)."""
+        return self.base_timestamp if self.attributes & _DELETE_HORIZON_BIT else None
 
     @property
     def last_offset(self) -> int:
@@ -306,11 +312,23 @@ def build_batch(records: Sequence[Record | tuple[bytes | None, bytes | None]], *
                 base_offset: int = 0, base_timestamp: int | None = None, compression: int = 0,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                 transactional: bool = False, control: bool = False, timestamp_type: int = 0,
-                partition_leader_epoch: int = -1) -> bytes:
+                partition_leader_epoch: int = -1, delete_horizon_ms: int | None = None) -> bytes:
     """Encode one v2 batch. Tuples get consecutive offsets and ``base_timestamp``;
-    ``Record`` offsets and timestamps are taken as absolute values."""
+    ``Record`` offsets and timestamps are taken as absolute values. ``delete_horizon_ms``
+    (Records only) becomes the base timestamp with the delete-horizon attribute (KIP-534),
+    the records keeping their own timestamps."""
     if not records:
         raise ValueError("a record batch needs at least one record")
+    if delete_horizon_ms is not None:
+        batch = bytearray(build_batch(
+            records, base_offset=base_offset, base_timestamp=delete_horizon_ms,
+            compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
+            base_sequence=base_sequence, transactional=transactional, control=control,
+            timestamp_type=timestamp_type, partition_leader_epoch=partition_leader_epoch))
+        (attrs,) = _I16.unpack_from(batch, ATTRIBUTES_OFFSET)
+        _I16.pack_into(batch, ATTRIBUTES_OFFSET, attrs | _DELETE_HORIZON_BIT)
+        _U32.pack_into(batch, CRC_OFFSET, google_crc32c.value(bytes(batch[CRC_START:])))
+        return bytes(batch)
     now = int(time.time() * 1000) if base_timestamp is None else base_timestamp
     if not any(isinstance(r, Record) for r in records):
         return _frame_batch(

@@ -11,8 +11,10 @@ import logging
 import os
 from pathlib import Path
 
+from kafkette.protocol.control_records import ABORT, COMMIT, control_type
 from kafkette.protocol.records import BatchHeader, build_batch, decode_records, iter_batches
 
+from . import txn_index
 from .log import PartitionLog
 from .segment import Segment, segment_name
 from .writer import DiskWriter
@@ -75,11 +77,14 @@ async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
     lso = plog.last_stable_offset
     while sealed and sealed[-1].next_offset > lso:
         sealed = sealed[:-1]
-    if not sealed or sealed[-1].next_offset <= plog.cleaned_upto:
+    if not sealed:
         return False
-    if dirty_ratio(plog, sealed) < cfg.min_cleanable_dirty_ratio:
+    horizon = plog.marker_delete_horizon
+    markers_due = horizon is not None and horizon <= now_ms
+    if not markers_due and (sealed[-1].next_offset <= plog.cleaned_upto
+                            or dirty_ratio(plog, sealed) < cfg.min_cleanable_dirty_ratio):
         return False
-    new = await asyncio.to_thread(_clean, plog, sealed, now_ms)
+    new, markers = await asyncio.to_thread(_clean, plog, sealed, now_ms)
     current = plog.segments
     if plog.closed or any(s not in current for s in sealed):
         await asyncio.to_thread(_discard, new)
@@ -93,6 +98,8 @@ async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
             offsets, times = seg.index_files(cfg.index_interval_bytes)
             seg.path.with_name(segment_name(seg.base_offset, ".index")).write_bytes(offsets)
             seg.path.with_name(segment_name(seg.base_offset, ".timeindex")).write_bytes(times)
+            if markers.dropped_aborts:
+                _drop_index_entries(plog.directory, seg.base_offset, markers.dropped_aborts)
         dir_fd = os.open(plog.directory, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
@@ -101,7 +108,11 @@ async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
 
     await writer.call(swap_files)
     plog.replace_segments(sealed, new)
-    plog.cleaned_upto = sealed[-1].next_offset
+    plog.cleaned_upto = max(plog.cleaned_upto, sealed[-1].next_offset)
+    plog.marker_delete_horizon = markers.next_horizon
+    if markers.dropped_aborts:
+        plog.producers.aborted = [a for a in plog.producers.aborted
+                                  if a.last_offset not in markers.dropped_aborts]
     before = sum(s.size for s in sealed)
     after = sum(s.size for s in new)
     log.info("%s-%d: compacted %d segment(s) from %d to %d bytes", plog.topic, plog.partition,
@@ -109,7 +120,71 @@ async def compact(plog: PartitionLog, writer: DiskWriter, now_ms: int) -> bool:
     return True
 
 
-def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segment]:
+class _MarkerCleaning:
+    """Which transaction markers one cleaning pass may drop (Kafka's CleanedTransactionMetadata
+    with KIP-534's delete horizon). A marker whose transaction left no data in the log is
+    eligible: a COMMIT once no batch of its producer was traversed since the previous marker,
+    an ABORT once its aborted batches were removed by an earlier pass. An eligible marker first
+    gets a delete horizon (now + ``delete.retention.ms``, stored in the batch); a pass after
+    that horizon drops it, and an ABORT's entry leaves the aborted-transaction index with it."""
+
+    def __init__(self, now_ms: int, retention_ms: int) -> None:
+        self.now_ms = now_ms
+        self.retention_ms = retention_ms
+        self.committed_data: set[int] = set()  # producers with data traversed since a marker
+        self.aborted_data: set[int] = set()  # producers whose aborted data this pass removed
+        self.dropped_aborts: set[int] = set()  # offsets of ABORT markers dropped
+        self.next_horizon: int | None = None  # earliest horizon still ahead
+
+    def on_data(self, header: BatchHeader, aborted: bool) -> None:
+        if header.is_transactional:
+            (self.aborted_data if aborted else self.committed_data).add(header.producer_id)
+
+    def on_marker(self, header: BatchHeader, raw: bytes) -> bytes | None:
+        """The marker's bytes to keep (with a horizon once eligible), or None to drop it."""
+        pid = header.producer_id
+        kind = control_type(raw)
+        if kind == COMMIT:
+            eligible = pid not in self.committed_data
+        elif kind == ABORT:
+            eligible = pid not in self.aborted_data
+        else:
+            eligible = False
+        self.committed_data.discard(pid)
+        self.aborted_data.discard(pid)
+        if not eligible:
+            return raw
+        horizon = header.delete_horizon_ms
+        if horizon is not None and horizon <= self.now_ms:
+            if kind == ABORT:
+                self.dropped_aborts.add(header.last_offset)
+            return None
+        if horizon is None:
+            horizon = self.now_ms + self.retention_ms
+            raw = build_batch(
+                decode_records(raw), base_offset=header.base_offset,
+                producer_id=pid, producer_epoch=header.producer_epoch,
+                transactional=True, control=True, timestamp_type=header.timestamp_type,
+                partition_leader_epoch=header.partition_leader_epoch,
+                delete_horizon_ms=horizon)
+        if self.next_horizon is None or horizon < self.next_horizon:
+            self.next_horizon = horizon
+        return raw
+
+
+def _drop_index_entries(directory: Path, base_offset: int, marker_offsets: set[int]) -> None:
+    """Writer thread: remove the aborted transactions of dropped ABORT markers from a
+    segment's .txnindex."""
+    path = directory / segment_name(base_offset, txn_index.SUFFIX)
+    if not path.exists():
+        return
+    kept = [txn_index.ENTRY.pack(0, *e) for e in txn_index.read(path)
+            if e[2] not in marker_offsets]
+    txn_index.rewrite(directory, base_offset, kept)
+
+
+def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int
+           ) -> tuple[list[Segment], _MarkerCleaning]:
     cfg = plog.config
     latest: dict[bytes, int] = {}
     upper = sealed[-1].next_offset
@@ -123,6 +198,7 @@ def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segme
             if rec.key is not None:
                 latest[rec.key] = rec.offset
     horizon = now_ms - cfg.delete_retention_ms
+    markers = _MarkerCleaning(now_ms, cfg.delete_retention_ms)
     out: list[Segment] = []
     for seg in sealed:
         assert seg.fd is not None
@@ -135,12 +211,17 @@ def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segme
             data = os.pread(seg.fd, seg.size, 0)
             for header, view in iter_batches(data):
                 raw = bytes(view)
-                if aborted and not header.is_control and _is_aborted(aborted, header):
-                    continue  # records of an aborted transaction: never read_committed
                 if header.is_control:
-                    kept_bytes = raw
+                    kept_marker = markers.on_marker(header, raw)
+                    if kept_marker is None:
+                        continue
+                    kept_bytes = kept_marker
                     last, max_ts = header.last_offset, header.max_timestamp
+                elif aborted and _is_aborted(aborted, header):
+                    markers.on_data(header, aborted=True)
+                    continue  # records of an aborted transaction: never read_committed
                 else:
+                    markers.on_data(header, aborted=False)
                     records = decode_records(raw)
                     keep = [r for r in records if r.key is None or (
                         latest.get(r.key) == r.offset
@@ -168,7 +249,7 @@ def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int) -> list[Segme
         finally:
             os.close(fd)
         out.append(new)
-    return out
+    return out, markers
 
 
 def _aborted_ranges(plog: PartitionLog) -> dict[int, list[tuple[int, int]]]:

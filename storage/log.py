@@ -114,6 +114,7 @@ class PartitionLog:
         self._rollback: asyncio.Future | None = None
         self.closed = False
         self.cleaned_upto = -1  # compaction bookkeeping (storage.cleaner)
+        self.marker_delete_horizon: int | None = None  # when a kept marker may go (cleaner)
         self._deferred_closes: dict[asyncio.TimerHandle, list[int]] = {}
 
     def __repr__(self) -> str:

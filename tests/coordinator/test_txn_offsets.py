@@ -54,3 +54,31 @@ def test_tombstone_clears_pending_offsets(shard) -> None:  # noqa: F811
     assert _offsets(shard, stable=True)[0] == (-1, E.NONE)
     shard.replay_all([(TxnMarker(7, 0, True), None)])
     assert _offsets(shard)[0] == (-1, E.NONE)
+
+
+def test_delete_groups_tombstones_pending_offsets(shard) -> None:  # noqa: F811
+    """Kafka's deleteAllOffsets: a tombstone for every committed offset and for every pending
+    transactional one without a committed offset (never two for one partition); a COMMIT
+    marker replayed afterwards materialises nothing."""
+    shard.replay_all([_commit(5), _txn(7, 10), _txn(7, 20, partition=1)])
+    result = shard.delete_groups(["g"])
+    assert list(result.response) == [("g", E.NONE)]
+    tombstones = [key for key, value in result.records if value is None]
+    assert sorted(tombstones) == sorted([R.offset_tombstone("g", "t", 0)[0],
+                                         R.offset_tombstone("g", "t", 1)[0],
+                                         R.group_tombstone("g")[0]])
+    shard.replay_all(list(result.records))
+    assert _offsets(shard, stable=True) == {0: (-1, E.NONE), 1: (-1, E.NONE)}
+    shard.replay_all([(TxnMarker(7, 0, True), None)])
+    assert _offsets(shard) == {0: (-1, E.NONE), 1: (-1, E.NONE)}
+
+
+def test_group_with_only_pending_offsets_exists_and_is_kept(shard) -> None:  # noqa: F811
+    """Kafka's replay creates the simple group for a transactional offset record, and
+    cleanupGroupMetadata keeps a group while it has an open transaction."""
+    shard.replay_all([_txn(7, 10)])
+    assert "g" in shard.groups
+    assert not shard.cleanup_group_metadata().records
+    assert "g" in shard.groups
+    shard.replay_all([(TxnMarker(7, 0, False), None)])  # aborted: nothing left
+    assert [v for _k, v in shard.cleanup_group_metadata().records] == [None]  # group tombstone

@@ -104,3 +104,26 @@ def test_control_batches_skipped_by_default() -> None:
     assert [int(o) for c in cols for o in c.offset] == [0, 1]
     cols = list(fastdecode.decode_batches(data + marker, include_control=True))
     assert [int(o) for c in cols for o in c.offset] == [0, 1, 2]
+
+
+def test_transaction_flags_per_record() -> None:
+    """transactional / control / aborted come from each record's batch; aborted from the
+    partition's aborted ranges (producer id -> [(first offset, marker offset)])."""
+    plain = build_batch([(b"a", b"1")], base_offset=0)
+    aborted = build_batch([(b"b", b"2"), (b"c", b"3")], base_offset=1, producer_id=7,
+                          producer_epoch=0, base_sequence=0, transactional=True)
+    abort = build_batch([(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")], base_offset=3,
+                        producer_id=7, producer_epoch=0, control=True, transactional=True)
+    committed = build_batch([(b"d", b"4")], base_offset=4, producer_id=7, producer_epoch=0,
+                            base_sequence=2, transactional=True)
+    log = plain + aborted + abort + committed
+    for reference in (False, True):
+        cols = list(fastdecode.decode_batches(log, include_control=True, aborted={7: [(1, 3)]},
+                                              reference=reference))
+        rows = [(int(o), bool(t), bool(c), bool(a)) for col in cols
+                for o, t, c, a in zip(col.offset, col.transactional, col.control, col.aborted,
+                                      strict=True)]
+        assert rows == [(0, False, False, False), (1, True, False, True), (2, True, False, True),
+                        (3, True, True, False), (4, True, False, False)]
+    cols = list(fastdecode.decode_batches(log, payload=False))
+    assert [bool(a) for col in cols for a in col.aborted] == [False] * 4  # no index: none

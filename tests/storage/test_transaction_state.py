@@ -83,3 +83,73 @@ async def test_compaction_drops_aborted_records_and_keeps_markers(tmp_path: Path
     assert values[b"k"] == [b"good"]  # the aborted value neither shadows nor survives it
     assert kinds == [0]  # the ABORT marker is kept
     await mgr.stop()
+
+
+def _markers(plog) -> list[tuple[int, int, int | None]]:
+    """(producer id, ABORT 0 / COMMIT 1, delete horizon) of each marker left in the log."""
+    return [(h.producer_id, control_type(data), h.delete_horizon_ms)
+            for h, data in plog.iter_batches(0) if h.is_control]
+
+
+async def test_compaction_drops_markers_of_gone_transactions_after_delete_retention(
+        tmp_path: Path) -> None:
+    """Kafka's cleaner (CleanedTransactionMetadata, KIP-534): a marker stays while its
+    transaction has data in the log; once the data is gone a pass stamps it with a delete
+    horizon (now + delete.retention.ms), and the first pass after that horizon drops it, an
+    ABORT marker taking its aborted-transaction index entry along."""
+    now = [TS]
+    config = {"log.dirs": str(tmp_path)}
+    mgr = LogManager(config, now_ms=lambda: now[0])
+    await mgr.start()
+    await mgr.create_topic("c", 1, {"cleanup.policy": "compact", "segment.bytes": "150",
+                                    "delete.retention.ms": "500",
+                                    "min.cleanable.dirty.ratio": "0.01"}, internal=True)
+    plog = mgr.partition("c", 0)
+    filler = [0]
+
+    async def fill(n: int) -> None:
+        for _ in range(n):
+            filler[0] += 1
+            await plog.append(build_batch([(f"x{filler[0]}".encode(), b"v")],
+                                          base_timestamp=now[0]))
+
+    await plog.append(_txn(7, 0, (b"k", b"aborted")))
+    await plog.append(marker_batch(7, 0, False, 0, TS))     # ABORT: its data goes in pass 1
+    await plog.append(_txn(8, 0, (b"j", b"committed")))
+    await plog.append(marker_batch(8, 0, True, 0, TS))      # COMMIT: its record superseded
+    await plog.append(_txn(9, 0, (b"m", b"kept")))
+    await plog.append(marker_batch(9, 0, True, 0, TS))      # COMMIT: its record stays
+    await plog.append(build_batch([(b"j", b"plain")], base_timestamp=TS))
+    await fill(4)
+    assert [a.producer_id for a in plog.producers.aborted] == [7]
+
+    now[0] += 1000
+    assert await mgr.run_compaction() == 1  # pass 1: the data of 7 and 8 is removed
+    assert _markers(plog) == [(7, 0, None), (8, 1, None), (9, 1, None)]
+
+    await fill(4)
+    now[0] += 1000
+    assert await mgr.run_compaction() == 1  # pass 2: 7's and 8's markers get a horizon
+    horizon = now[0] + 500
+    assert _markers(plog) == [(7, 0, horizon), (8, 1, horizon), (9, 1, None)]
+
+    now[0] += 100
+    assert await mgr.run_compaction() == 0  # before the horizon: nothing to do
+    now[0] += 500
+    assert await mgr.run_compaction() == 1  # past it: the markers go, nothing else dirty
+    assert _markers(plog) == [(9, 1, None)]
+    assert plog.producers.aborted == []
+    assert [txn_index.read(p) for p in (tmp_path / "c-0").glob("*.txnindex")] == []
+    values = {rec.key: rec.value for h, data in plog.iter_batches(0) if not h.is_control
+              for rec in decode_records(data)}
+    assert values[b"m"] == b"kept" and values[b"j"] == b"plain" and b"k" not in values
+    end, lso = plog.log_end_offset, plog.last_stable_offset
+    assert lso == end
+    await mgr.stop()
+
+    mgr = LogManager(config, now_ms=lambda: now[0])
+    await mgr.start()
+    plog = mgr.partition("c", 0)
+    assert _markers(plog) == [(9, 1, None)]
+    assert plog.producers.aborted == [] and plog.last_stable_offset == end
+    await mgr.stop()

@@ -19,6 +19,7 @@ from .test_isolation import _list_offset
 INIT_PRODUCER_ID, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH = 22, 25, 26, 28, 9
 UNSTABLE_OFFSET_COMMIT, PRODUCER_FENCED, INVALID_PRODUCER_EPOCH = 88, 90, 47
 CONCURRENT_TRANSACTIONS = 51
+DELETE_GROUPS = 42
 
 
 def test_zombie_producer_is_fenced(kafka_broker_factory) -> None:
@@ -119,6 +120,24 @@ def _fetch(w: WireClient, require_stable: bool) -> tuple[int, int]:
     return part.error_code, part.committed_offset
 
 
+def _pending_txn_commit(w: WireClient, tid: str, offset: int) -> dict:
+    """A transaction of ``tid`` with a pending TxnOffsetCommit of stable-group's in-0;
+    the producer ids of its requests."""
+    _error, pid, epoch = _init(w, tid)
+    ids = dict(transactional_id=tid, producer_id=pid, producer_epoch=epoch)
+    assert w.request(ADD_OFFSETS, 3, group_id="stable-group", **ids).error_code == 0
+    assert _txn_commit(w, tid, pid, epoch, offset) == 0
+    assert _fetch(w, require_stable=True) == (UNSTABLE_OFFSET_COMMIT, -1)
+    return ids
+
+
+def _wait_loaded(w: WireClient) -> None:
+    for _ in range(100):
+        if _fetch(w, require_stable=True)[0] != 14:  # COORDINATOR_LOAD_IN_PROGRESS
+            return
+        time.sleep(0.05)
+
+
 def test_require_stable_while_a_transactional_commit_is_pending(kafka_broker_factory) -> None:
     """Scenario 39b: UNSTABLE_OFFSET_COMMIT while TxnOffsetCommit waits for its marker, also
     after a restart (pending offsets are replayed); COMMIT makes them visible, ABORT drops
@@ -126,18 +145,12 @@ def test_require_stable_while_a_transactional_commit_is_pending(kafka_broker_fac
     broker = kafka_broker_factory(FAST)
     create_topic(broker.bootstrap, "in")
     with WireClient(broker.bootstrap) as w:
-        _error, pid, epoch = _init(w, "stable-app")
-        ids = dict(transactional_id="stable-app", producer_id=pid, producer_epoch=epoch)
-        assert w.request(ADD_OFFSETS, 3, group_id="stable-group", **ids).error_code == 0
-        assert _txn_commit(w, "stable-app", pid, epoch, 5) == 0
-        assert _fetch(w, require_stable=True) == (UNSTABLE_OFFSET_COMMIT, -1)
+        ids = _pending_txn_commit(w, "stable-app", 5)
+        pid, epoch = ids["producer_id"], ids["producer_epoch"]
         assert _fetch(w, require_stable=False) == (0, -1)
     broker.restart()
     with WireClient(broker.bootstrap) as w:
-        for _ in range(100):
-            if _fetch(w, require_stable=True)[0] != 14:  # loading
-                break
-            time.sleep(0.05)
+        _wait_loaded(w)
         assert _fetch(w, require_stable=True) == (UNSTABLE_OFFSET_COMMIT, -1)
         assert w.request(END_TXN, 3, committed=True, **ids).error_code == 0
         deadline = time.monotonic() + 10
@@ -232,3 +245,23 @@ def test_produce_is_verified_against_the_transaction(kafka_broker_factory) -> No
         assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
         assert _produce_txn(w, "verify-app", "v", pid, epoch) == 0
         assert _list_offset(broker.bootstrap, "v", 1) == 0  # open: the LSO holds
+
+
+def test_delete_groups_drops_pending_transactional_offsets(kafka_broker_factory) -> None:
+    """Kafka's deleteAllOffsets: DeleteGroups of a group whose only offset is a pending
+    TxnOffsetCommit tombstones it, so the COMMIT marker that follows materialises nothing,
+    also after a restart."""
+    broker = kafka_broker_factory(FAST)
+    create_topic(broker.bootstrap, "in")
+    with WireClient(broker.bootstrap) as w:
+        ids = _pending_txn_commit(w, "deleting-app", 5)
+        deleted = w.request(DELETE_GROUPS, 2, groups_names=("stable-group",))
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [("stable-group", 0)]
+        assert _fetch(w, require_stable=True) == (0, -1)  # nothing pending any more
+        assert w.request(END_TXN, 3, committed=True, **ids).error_code == 0
+        time.sleep(0.3)  # the COMMIT marker reaches __consumer_offsets after the PrepareCommit
+        assert _fetch(w, require_stable=True) == (0, -1)
+    broker.restart()
+    with WireClient(broker.bootstrap) as w:
+        _wait_loaded(w)
+        assert _fetch(w, require_stable=True) == (0, -1)
