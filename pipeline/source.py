@@ -29,7 +29,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from kafkette.storage import txn_index
+from kafkette.protocol import txn_index
 
 from .fastdecode import AbortedRanges, Columns, decode_batches
 from .segments import DEFAULT_SPLIT_BYTES, Split, plan_splits
@@ -131,7 +131,7 @@ def aborted_transactions(partition_dir: str) -> AbortedRanges:
         if not name.endswith(txn_index.SUFFIX):
             continue
         try:
-            entries = txn_index.read(Path(partition_dir, name))
+            entries = txn_index.parse_entries(Path(partition_dir, name).read_bytes())
         except FileNotFoundError:  # its segment was deleted meanwhile
             continue
         for producer_id, first, last, _lso in entries:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kafkette.protocol.control_records import ABORT, COMMIT, control_type
 from kafkette.protocol.records import BatchHeader, build_batch, decode_records, iter_batches
+from kafkette.protocol.txn_index import encode_entry
 
 from . import txn_index
 from .log import PartitionLog
@@ -178,7 +179,7 @@ def _drop_index_entries(directory: Path, base_offset: int, marker_offsets: set[i
     path = directory / segment_name(base_offset, txn_index.SUFFIX)
     if not path.exists():
         return
-    kept = [txn_index.ENTRY.pack(0, *e) for e in txn_index.read(path)
+    kept = [encode_entry(*e) for e in txn_index.read(path)
             if e[2] not in marker_offsets]
     txn_index.rewrite(directory, base_offset, kept)
 

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 from pathlib import Path
+
+from kafkette.protocol.txn_index import SUFFIX, parse_entries
+from kafkette.protocol.txn_index import encode_entry as _encode_entry
 
 from .producer_state import AbortedTxn
 from .segment import segment_name
 
-ENTRY = struct.Struct(">hqqqq")
-SUFFIX = ".txnindex"
+__all__ = ["SUFFIX", "append", "entry", "read", "rewrite"]
 
 
 def entry(txn: AbortedTxn, last_stable_offset: int) -> bytes:
-    return ENTRY.pack(0, txn.producer_id, txn.first_offset, txn.last_offset, last_stable_offset)
+    return _encode_entry(txn.producer_id, txn.first_offset, txn.last_offset, last_stable_offset)
 
 
 def append(path: Path, data: bytes) -> None:
@@ -44,6 +45,4 @@ def rewrite(directory: Path, base_offset: int, entries: list[bytes]) -> None:
 
 def read(path: Path) -> list[tuple[int, int, int, int]]:
     """(producer id, first offset, last offset, last stable offset) of each entry."""
-    data = path.read_bytes()
-    return [ENTRY.unpack_from(data, pos)[1:] for pos in range(0, len(data) - ENTRY.size + 1,
-                                                              ENTRY.size)]
+    return parse_entries(path.read_bytes())

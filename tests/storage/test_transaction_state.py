@@ -153,3 +153,17 @@ async def test_compaction_drops_markers_of_gone_transactions_after_delete_retent
     assert _markers(plog) == [(9, 1, None)]
     assert plog.producers.aborted == [] and plog.last_stable_offset == end
     await mgr.stop()
+
+
+def test_dropping_abort_markers_rewrites_only_their_txnindex_entries(tmp_path):
+    """The cleaner's index update after an ABORT marker is compacted away keeps every other
+    aborted transaction of the segment (entries in Kafka's 34-byte .txnindex format)."""
+    from kafkette.protocol.txn_index import encode_entry, parse_entries
+    from kafkette.storage.cleaner import _drop_index_entries
+
+    path = tmp_path / "00000000000000000000.txnindex"
+    path.write_bytes(encode_entry(7, 1, 4, 3) + encode_entry(8, 5, 9, 5) + encode_entry(9, 10, 12, 10))
+    _drop_index_entries(tmp_path, 0, {9})
+    assert parse_entries(path.read_bytes()) == [(7, 1, 4, 3), (9, 10, 12, 10)]
+    _drop_index_entries(tmp_path, 0, {4, 12})
+    assert not path.exists()  # nothing left: no file, as Kafka keeps none for such a segment
