@@ -108,7 +108,9 @@ def test_every_readme_serve_command_starts_and_stops_cleanly(tmp_path):
     for command in serves:
         args = shlex.split(command)[1:]
         if not any(a.startswith("listeners=") for a in args):
-            args += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{_free_port()}"]
+            # Several nodes take consecutive ports from a fixed one: port 0 gives each a free one.
+            port = 0 if "--nodes" in args else _free_port()
+            args += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{port}"]
         if not any(a.startswith("log.dirs=") for a in args):
             args += ["--override", f"log.dirs={tmp_path / 'logs'}"]
         proc = subprocess.Popen([_kafkette(), *args], cwd=tmp_path, stdout=subprocess.PIPE,
