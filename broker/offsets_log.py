@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from kafkette.coordinator.log import TxnMarker, TxnRecordKey
@@ -140,8 +140,7 @@ async def internal_topic(logs: Any, name: str, partitions: int, segment_bytes: s
     return info
 
 
-async def start_coordinator(logs: Any, config: Any, clock: Any,
-                            advertised: Callable[[], tuple[str, int]]) -> Any:
+async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.service import GroupCoordinator
 
@@ -151,8 +150,7 @@ async def start_coordinator(logs: Any, config: Any, clock: Any,
     coord = GroupCoordinator(
         config.node_id, info.partitions, clock, coordinator_config(config, logs),
         lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec),
-        partition_count=lambda topic: _partition_count(logs, topic),
-        advertised=advertised)
+        partition_count=lambda topic: _partition_count(logs, topic))
     await coord.start()
     return coord
 

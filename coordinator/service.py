@@ -71,15 +71,13 @@ class GroupCoordinator:
     def __init__(self, node_id: int, num_partitions: int, clock: Clock,
                  config: CoordinatorConfig,
                  log_factory: Callable[[int], CoordinatorLog],
-                 partition_count: Callable[[str], int] | None = None,
-                 advertised: Callable[[], tuple[str, int]] | None = None) -> None:
+                 partition_count: Callable[[str], int] | None = None) -> None:
         self.node_id = node_id
         self.num_partitions = num_partitions
         self.clock = clock
         self.config = config
         # partitions of a topic (0: no such topic), for OffsetCommit/OffsetDelete validation
         self._partition_count = partition_count or (lambda _topic: 2**31 - 1)
-        self._advertised = advertised or (lambda: ("", -1))
         self.runtime = CoordinatorRuntime(
             clock, log_factory,
             lambda ctx: GroupCoordinatorShard(ctx.partition, ctx, config),
@@ -179,7 +177,8 @@ class GroupCoordinator:
 
     # FindCoordinator -------------------------------------------------------------------------
     def find_coordinator(self, key: str, key_type: int) -> tuple[int, int, str, int]:
-        """(error, node id, host, port) of the coordinator of ``key``."""
+        """(error, node id, "", -1) of the coordinator of ``key``: the broker fills in that
+        node's address as advertised on the listener the request came in on."""
         if key_type == TRANSACTION:
             return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         if key_type != GROUP:
@@ -189,9 +188,7 @@ class GroupCoordinator:
         node = self.coordinator_node(key)
         if node is None or node < 0:  # a partition without a live leader
             return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        # Another node's address is the broker's to fill in (it knows the listeners).
-        host, port = self._advertised() if node == self.node_id else ("", -1)
-        return E.NONE, node, host, port
+        return E.NONE, node, "", -1
 
     # Classic membership ----------------------------------------------------------------------
     def join_group(self, request: JoinRequest) -> JoinResult | asyncio.Future:

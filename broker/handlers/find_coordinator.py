@@ -22,8 +22,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str, 
     error = COORDINATOR_NOT_AVAILABLE if txn is None else txn.find_coordinator(key)
     if error:
         return error, -1, "", -1
-    host, port = ctx.cluster.advertised
-    return 0, ctx.cluster.node_id, host, port
+    return 0, ctx.cluster.node_id, "", -1
 
 
 @api(10, 0, 6)
@@ -44,7 +43,8 @@ def handle_find_coordinator(ctx: RequestContext, req):
 
 def _on_this_listener(ctx: RequestContext, found: tuple[int, int, str, int]
                       ) -> tuple[int, int, str, int]:
-    """The coordinator's address as advertised on the listener the request came in on."""
+    """The coordinator's address as advertised on the listener the request came in on (the
+    coordinators only know node ids)."""
     error, node, host, port = found
     if error == 0:
         address = ctx.cluster.address_of(node)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..offsets_log import consumer_group_config, start_coordinator
@@ -21,12 +20,10 @@ log = logging.getLogger("kafkette.transactions")
 class GroupService:
     """Holds the coordinator once it exists; ``coordinator`` is None until it has loaded."""
 
-    def __init__(self, logs: LogManager, config: Any, clock: Any,
-                 advertised: Callable[[], tuple[str, int]]) -> None:
+    def __init__(self, logs: LogManager, config: Any, clock: Any) -> None:
         self._logs = logs
         self._config = config
         self._clock = clock
-        self._advertised = advertised
         self.coordinator: GroupCoordinator | None = None
         consumer_group_config(config)  # a bad group.consumer.* value stops the broker at start
         # the transaction coordinator, started after the group coordinator (its markers reach
@@ -36,8 +33,7 @@ class GroupService:
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
-        self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
-                                             self._advertised)
+        self.coordinator = await start_coordinator(self._logs, self._config, self._clock)
         if self._logs.topic(TRANSACTION_TOPIC) is not None:
             await self._start_transactions()
 
