@@ -189,7 +189,8 @@ class KafkaConnection(asyncio.Protocol):
         self._drain()
 
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
-        self._started = time.perf_counter()
+        if self._stats is not None:  # latency is measured only for the admin server's metrics
+            self._started = time.perf_counter()
         try:
             key, version, corr = peek_api(frame)
         except HeaderError as exc:
