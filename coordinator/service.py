@@ -31,7 +31,7 @@ from .shard import GroupCoordinatorShard
 
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
-GROUP, TRANSACTION = 0, 1
+GROUP = 0
 # The node a request came in on, when several nodes share this coordinator (the broker's
 # cluster emulation sets it per request); None: this coordinator's own node_id.
 SERVING_NODE: ContextVar[int | None] = ContextVar("kafkette_serving_node", default=None)
@@ -179,9 +179,7 @@ class GroupCoordinator:
     def find_coordinator(self, key: str, key_type: int) -> tuple[int, int, str, int]:
         """(error, node id, "", -1) of the coordinator of ``key``: the broker fills in that
         node's address as advertised on the listener the request came in on."""
-        if key_type == TRANSACTION:
-            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        if key_type != GROUP:
+        if key_type != GROUP:  # transactional ids go to the transaction coordinator
             return E.INVALID_REQUEST, -1, "", -1
         if not self.started:
             return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
