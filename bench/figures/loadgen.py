@@ -11,7 +11,8 @@ no member). Load: every connection keeps ``--depth`` identical requests in fligh
 ConsumerGroupHeartbeat with the member id and current epoch and no changed fields, or
 OffsetCommit of one partition) and sends one more per response. A response counts only if it is byte-identical to the first one,
 which was decoded and checked to carry no error. Prints one JSON line: responses/s over
-``--seconds`` after a short ramp, and the number of non-identical (failed) responses.
+``--seconds`` after a short ramp, the number of non-identical (failed) responses and, with
+``--server-pid``, the broker process's CPU µs per counted response over the same window.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import struct
 import time
 import uuid
@@ -209,8 +211,16 @@ class Pump(asyncio.Protocol):
         self.transport.write(self.request * n)
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far (/proc/PID/stat, Linux)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def drive(clients: list[WireClient], frames: list[bytes], responses: list[bytes],
-                depth: int, seconds: float, ramp: float) -> tuple[float, int]:
+                depth: int, seconds: float, ramp: float,
+                server_pid: int | None = None) -> tuple[float, int, float | None]:
     loop = asyncio.get_running_loop()
     pumps = []
     for client, frame, resp in zip(clients, frames, responses, strict=True):
@@ -219,15 +229,19 @@ async def drive(clients: list[WireClient], frames: list[bytes], responses: list[
         pumps.append(pump)
     await asyncio.sleep(ramp)
     start_ok = sum(p.ok for p in pumps)
+    cpu0 = process_cpu_seconds(server_pid) if server_pid else 0.0
     t0 = time.perf_counter()
     await asyncio.sleep(seconds)
     elapsed = time.perf_counter() - t0
     done = sum(p.ok for p in pumps) - start_ok
+    cpu_us = None
+    if server_pid and done:
+        cpu_us = (process_cpu_seconds(server_pid) - cpu0) * 1e6 / done
     bad = sum(p.bad for p in pumps)
     for p in pumps:
         assert p.transport is not None
         p.transport.abort()
-    return done / elapsed, bad
+    return done / elapsed, bad, cpu_us
 
 
 def main() -> None:
@@ -240,6 +254,8 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=1.5)
     parser.add_argument("--ramp", type=float, default=0.3)
+    parser.add_argument("--server-pid", type=int, default=None,
+                        help="also report the broker's CPU µs per counted response (Linux)")
     args = parser.parse_args()
     tag = uuid.uuid4().hex[:8]
 
@@ -270,8 +286,9 @@ def main() -> None:
         run = uvloop.run
     except ImportError:
         run = asyncio.run
-    rate, bad = run(drive(clients, frames, responses, args.depth, args.seconds, args.ramp))
-    print(json.dumps({"rate": rate, "bad": bad}), flush=True)
+    rate, bad, cpu_us = run(drive(clients, frames, responses, args.depth, args.seconds,
+                                  args.ramp, args.server_pid))
+    print(json.dumps({"rate": rate, "bad": bad, "cpu_us": cpu_us}), flush=True)
 
 
 if __name__ == "__main__":
