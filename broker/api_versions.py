@@ -12,7 +12,7 @@ from kafkette.protocol.build import make
 from kafkette.protocol.codec import response_type
 
 from .context import RequestContext
-from .registry import ROUTES, api
+from .routes import TABLE, api
 
 API_VERSIONS_KEY = 18
 ZERO_THROTTLE = timedelta(0)
@@ -23,8 +23,8 @@ def _api_keys(version: int) -> tuple:
     entry = response_type(API_VERSIONS_KEY, version).__dataclass_fields__["api_keys"].type
     item_type = entry.__args__[0]
     return tuple(
-        item_type(api_key=r.api_key, min_version=r.min_version, max_version=r.max_version)
-        for r in sorted(ROUTES.values(), key=lambda r: r.api_key)
+        item_type(api_key=key, min_version=lo, max_version=hi)
+        for key, (lo, hi, _accepted, _module) in sorted(TABLE.items())
     )
 
 
@@ -35,7 +35,7 @@ def unsupported_api_versions_response():
 
 @cache
 def _response(version: int, error: ErrorCode):
-    # Routes are all registered at import time, so each version's answer never changes.
+    # The route table is static data, so each version's answer never changes.
     return make(
         response_type(API_VERSIONS_KEY, version),
         error_code=error,

@@ -14,9 +14,9 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkette.coordinator.service import SERVING_NODE
+from kafkette.coordinator.serving import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
@@ -27,7 +27,9 @@ from .context import RequestContext
 from .faults import FaultRegistry
 from .registry import ROUTES
 from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
-from .services import Services
+
+if TYPE_CHECKING:
+    from .services import Services
 
 log = logging.getLogger("kafkette.connection")
 

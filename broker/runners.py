@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .faults import FaultRegistry
-from .server import Broker
+if TYPE_CHECKING:  # imported when a broker starts: the pytest plugin imports this module
+    from .server import Broker
 
 # Fast settings for tests: no initial rebalance delay, short minimum session timeout.
 TEST_DEFAULTS: dict[str, str] = {
@@ -56,6 +56,8 @@ class ThreadedBroker:
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
         self.broker: Broker | None = None
+        from .faults import FaultRegistry
+
         self.fault_registry = FaultRegistry()  # kept across stop()/start()
         self._node_ports: dict[tuple[int, str], int] = {}  # ports of nodes 2..N, kept too
         self._thread.start()
@@ -81,6 +83,8 @@ class ThreadedBroker:
         return fut.result(timeout)
 
     def start(self) -> None:
+        from .server import Broker
+
         async def boot() -> Broker:
             broker = Broker(self.config, clock=self.clock, faults=self.fault_registry,
                             nodes=self.nodes, node_ports=self._node_ports)

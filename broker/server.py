@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from kafkette.coordinator.clock import SystemClock
 from kafkette.storage.topics import LogManager
 
-from . import handlers  # noqa: F401  (registers every API route)
 from .admin import admin_address, start_admin, stop_admin
 from .cluster import ClusterNodes
 from .cluster_control import NodeControl

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -27,14 +26,12 @@ from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .runtime import CoordinatorRuntime, PartitionContext, State
+from .serving import SERVING_NODE
 from .shard import GroupCoordinatorShard
 
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
 GROUP = 0
-# The node a request came in on, when several nodes share this coordinator (the broker's
-# cluster emulation sets it per request); None: this coordinator's own node_id.
-SERVING_NODE: ContextVar[int | None] = ContextVar("kafkette_serving_node", default=None)
 
 
 def java_string_hashcode(s: str) -> int:

@@ -1,22 +1,5 @@
-"""Request handlers; importing this package registers every API route."""
+"""Request handlers, one module per API or family of APIs.
 
-from .. import api_versions  # noqa: F401
-from . import (  # noqa: F401
-    alter_configs,
-    consumer_group,
-    create_partitions,
-    create_topics,
-    delete_records,
-    delete_topics,
-    describe_configs,
-    fetch,
-    find_coordinator,
-    groups,
-    init_producer_id,
-    list_offsets,
-    metadata,
-    offset_for_leader_epoch,
-    offsets,
-    produce,
-    transactions,
-)
+Nothing is imported here: ``broker/registry.py`` imports a handler module when its API is first
+requested (``routes.TABLE`` names the module of each API key).
+"""

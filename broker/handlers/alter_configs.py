@@ -14,7 +14,7 @@ from kafkette.protocol.build import item_type, make
 from kafkette.storage.topic_config import LIST, TOPIC_CONFIGS
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ..services import ServiceError
 
 TOPIC, BROKER = 2, 4

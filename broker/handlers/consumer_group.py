@@ -15,7 +15,7 @@ from kafkette.coordinator.consumer.heartbeat import HeartbeatRequest
 from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ._groups_common import ZERO, coordinator, ms, respond_with
 from .groups import AUTH_OPS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
 

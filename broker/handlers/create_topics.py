@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.build import has_field, item_type, make
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ..services import ServiceError
 
 log = logging.getLogger("kafkette.admin")

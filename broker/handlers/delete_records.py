@@ -7,7 +7,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ..services import ServiceError
 from ._partitions import per_partition_async
 

@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ..services import ServiceError
 from ._groups_common import coordinator
 

@@ -16,8 +16,8 @@ from kafkette.protocol.headers import encode_uvarint
 from kafkette.storage.log import LogSlice
 
 from ..context import RequestContext
-from ..registry import api
 from ..responses import SplicedResponse
+from ..routes import api
 from ..services.records import FetchSession, PartitionRead
 
 _I16 = struct.Struct(">h")

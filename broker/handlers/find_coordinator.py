@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ._groups_common import ZERO, coordinator
 
 GROUP, TRANSACTION = 0, 1

@@ -12,7 +12,7 @@ from kafkette.coordinator.transaction import errors as TE
 from kafkette.protocol.build import make
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ._groups_common import ms
 
 

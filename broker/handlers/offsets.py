@@ -13,7 +13,7 @@ from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ._groups_common import ZERO, coordinator, ms, respond_with
 
 # OffsetCommit ------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from kafkette.protocol.codec import response_type
 from kafkette.storage.log import AppendInfo
 
 from ..context import RequestContext
-from ..registry import api
 from ..responses import CLOSE_CONNECTION, NO_RESPONSE
+from ..routes import api
 from ..services.errors import ServiceError, service_error
 
 log = logging.getLogger("kafkette.produce")

@@ -18,7 +18,7 @@ from kafkette.protocol.build import item_type, make
 from kafkette.protocol.transaction_records import STATE_NAMES
 
 from ..context import RequestContext
-from ..registry import api
+from ..routes import api
 from ._groups_common import ZERO, coordinator
 
 

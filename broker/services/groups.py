@@ -1,13 +1,14 @@
-"""Access to the group coordinator, which loads in the background after the broker starts."""
+"""Access to the group coordinator, which loads in the background after the broker starts.
+
+The coordinators are imported when they start, not with this module: the broker listens (and
+answers ApiVersions and Metadata) before it has loaded them."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from typing import TYPE_CHECKING, Any
-
-from ..offsets_log import consumer_group_config, start_coordinator
-from .transactions import TRANSACTION_TOPIC, start_transaction_coordinator
 
 if TYPE_CHECKING:
     from kafkette.coordinator.service import GroupCoordinator
@@ -15,6 +16,16 @@ if TYPE_CHECKING:
     from kafkette.storage.topics import LogManager
 
 log = logging.getLogger("kafkette.transactions")
+
+# What starting the coordinators imports (most of coordinator/): imported in a worker thread, so
+# the event loop keeps answering the requests that need no coordinator meanwhile.
+_COORDINATOR_MODULES = ("kafkette.broker.offsets_log", "kafkette.coordinator.service",
+                        "kafkette.broker.services.transactions")
+
+
+def _import_coordinators() -> None:
+    for name in _COORDINATOR_MODULES:
+        importlib.import_module(name)
 
 
 class GroupService:
@@ -25,6 +36,8 @@ class GroupService:
         self._config = config
         self._clock = clock
         self.coordinator: GroupCoordinator | None = None
+        from ..offsets_log import consumer_group_config
+
         consumer_group_config(config)  # a bad group.consumer.* value stops the broker at start
         # the transaction coordinator, started after the group coordinator (its markers reach
         # __consumer_offsets through it); None until loaded
@@ -33,6 +46,10 @@ class GroupService:
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
+        await asyncio.to_thread(_import_coordinators)
+        from ..offsets_log import start_coordinator
+        from .transactions import TRANSACTION_TOPIC
+
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock)
         if self._logs.topic(TRANSACTION_TOPIC) is not None:
             await self._start_transactions()
@@ -45,6 +62,8 @@ class GroupService:
         return self.transactions
 
     async def _start_transactions(self) -> None:
+        from .transactions import start_transaction_coordinator
+
         try:
             self.transactions = await start_transaction_coordinator(
                 self._logs, self._config, self._clock, lambda: self.coordinator)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kafkette.coordinator.assignor import PartitionAssignor, assignors_from_config
+if TYPE_CHECKING:  # imported where used: the broker's config reads DEFAULTS at start-up
+    from kafkette.coordinator.assignor import PartitionAssignor
 
-from .heartbeat import HeartbeatSettings
+    from .heartbeat import HeartbeatSettings
 
 DEFAULTS: dict[str, str] = {
     "group.coordinator.rebalance.protocols": "classic,consumer",
@@ -55,10 +57,14 @@ class ConsumerGroupConfig:
         return self.migration_policy in ("bidirectional", "downgrade")
 
     def heartbeat_settings(self) -> HeartbeatSettings:
+        from .heartbeat import HeartbeatSettings
+
         return HeartbeatSettings(self.assignors, self.heartbeat_interval_ms, self.max_size)
 
     @classmethod
     def from_config(cls, get: Callable[[str], str]) -> ConsumerGroupConfig:
+        from kafkette.coordinator.assignor import assignors_from_config
+
         def value(name: str) -> str:
             try:
                 return get(name)

@@ -1,0 +1,99 @@
+"""Start-up imports only what the first requests need (issue 20: spawn -> first ApiVersions).
+
+Handler modules load when their API is first requested, the coordinators when they start (after
+the listener is up), the admin server's libraries only when it is configured. These run in a
+fresh interpreter each: what one test imported must not hide what another would import.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kafkette.broker.registry import ROUTES, load_all
+from kafkette.broker.routes import REGISTERED, TABLE
+
+# Never imported by ``kafkette serve`` before the broker listens.
+HEAVY = ("aiohttp", "prometheus_client", "kafkette.broker.admin.server", "kafkette.broker.handlers.",
+         "kafkette.coordinator.service", "kafkette.coordinator.transaction",
+         "kafkette.coordinator.group", "kafkette.coordinator.consumer.heartbeat",
+         "kafkette.protocol.consumer_protocol", "kafkette.protocol.consumer_group_records",
+         "kafkette.pipeline", "kafkette.broker.groups_cli", "kafkette.broker.cluster_cli",
+         "kafkette.broker.admin_cli", "kafkette.broker.transactions_cli", "kio.schema.metadata",
+         "kio.schema.join_group", "kio.schema.consumer_protocol", "pyspark", "re2")
+
+
+def modules_after(code: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", f"{code}\nimport sys, json\n"
+                          "print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == h or m.startswith(h if h.endswith(".") else h + ".")
+                                      for h in HEAVY)]
+
+
+def test_what_serve_imports_before_listening_is_light():
+    assert heavy(modules_after("import kafkette.broker.cli, kafkette.broker.server")) == []
+
+
+def test_a_broker_started_in_process_loads_no_handler_until_asked(tmp_path):
+    code = f"""
+import asyncio, socket
+from kafkette.broker.server import Broker
+from kafkette.protocol.codec import encode_request, request_type
+from kafkette.protocol.build import make
+
+async def main():
+    broker = Broker({{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": {str(tmp_path)!r}}})
+    await broker.start()
+    host, port = broker.bound
+    def ask():
+        with socket.create_connection((host, port)) as s:
+            s.sendall(encode_request(18, 3, 1, "t", make(request_type(18, 3),
+                      client_software_name="t", client_software_version="1")))
+            size = int.from_bytes(s.recv(4), "big")
+            while size > 0:
+                size -= len(s.recv(size))
+    await asyncio.to_thread(ask)
+    await broker.stop()
+
+asyncio.run(main())
+"""
+    modules = modules_after(code)
+    assert "kafkette.broker.api_versions" in modules
+    assert [m for m in modules if m.startswith("kafkette.broker.handlers.")] == []
+    assert "aiohttp" not in modules and "prometheus_client" not in modules
+
+
+def test_the_pytest_plugin_is_cheap_to_import():
+    # Loaded (entry point pytest11) in every project that installs kafkette, used or not.
+    modules = modules_after("import kafkette.broker.testing")
+    assert heavy(modules) == []
+    assert "kafkette.storage.log" not in modules and "kio.serial" not in modules
+
+
+def test_the_route_table_matches_every_handler():
+    load_all()
+    for key, route in ROUTES.items():
+        assert route.loaded, key
+        handler = REGISTERED[key]
+        assert route.handler is handler and handler.__module__ == TABLE[key][3]
+        assert (route.min_version, route.max_version, route.min_accepted) == TABLE[key][:3]
+
+
+@pytest.mark.parametrize("version", [0, 3, 4])
+def test_api_versions_lists_the_table(kafka_broker, version):
+    from tests.wire import WireClient
+
+    extra = ({"client_software_name": "t", "client_software_version": "1"} if version >= 3
+             else {})
+    with WireClient(kafka_broker) as client:
+        response = client.request(18, version, **extra)
+    assert {k.api_key: (k.min_version, k.max_version) for k in response.api_keys} == {
+        key: (lo, hi) for key, (lo, hi, _accepted, _module) in TABLE.items()}
