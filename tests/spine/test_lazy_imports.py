@@ -97,3 +97,10 @@ def test_api_versions_lists_the_table(kafka_broker, version):
         response = client.request(18, version, **extra)
     assert {k.api_key: (k.min_version, k.max_version) for k in response.api_keys} == {
         key: (lo, hi) for key, (lo, hi, _accepted, _module) in TABLE.items()}
+
+
+def test_the_small_varint_table_is_the_varint_encoding():
+    # protocol/records.py builds it by formula (it was a noticeable part of import time).
+    from kafkette.protocol.records import _SMALL_VARINTS, _varint_bytes
+
+    assert _SMALL_VARINTS == tuple(_varint_bytes(n) for n in range(8192))
