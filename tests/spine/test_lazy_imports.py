@@ -103,4 +103,4 @@ def test_the_small_varint_table_is_the_varint_encoding():
     # protocol/records.py builds it by formula (it was a noticeable part of import time).
     from kafkette.protocol.records import _SMALL_VARINTS, _varint_bytes
 
-    assert _SMALL_VARINTS == tuple(_varint_bytes(n) for n in range(8192))
+    assert tuple(_varint_bytes(n) for n in range(8192)) == _SMALL_VARINTS
