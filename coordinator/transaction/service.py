@@ -65,12 +65,41 @@ class TransactionCoordinator:
             return on_error(error_code(exc))
         return response
 
+    async def _settled(self, tid: str) -> None:
+        """Wait, at most ``settle_wait_ms``, until the PrepareCommit/PrepareAbort of ``tid`` is
+        complete. A request arriving while the previous transaction's markers are being written
+        (a client sends its next AddPartitionsToTxn/AddOffsetsToTxn right after EndTxn) would
+        answer CONCURRENT_TRANSACTIONS and the client would retry after its backoff
+        (retry.backoff.ms, 100 ms for librdkafka's AddOffsetsToTxn and Java's InitProducerId);
+        Kafka 4.x retries such adds on the server instead (add.partitions.to.txn.retry.backoff
+        .max.ms). Here the request waits for the completion itself, then runs as a retry would."""
+        ctx = self.runtime.contexts.get(self.partition_for(tid))
+        shard = None if ctx is None else ctx.shard
+        fut = None if shard is None else shard.completion(tid)
+        if fut is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), self.config.settle_wait_ms / 1000)
+        except TimeoutError:
+            pass
+
     # APIs ------------------------------------------------------------------------------------
     async def init_producer_id(self, tid: str, timeout_ms: int, expected_pid: int = -1,
                                expected_epoch: int = -1) -> tuple[int, int, int]:
         """(error, producer id, epoch)."""
         if not tid:
             return TE.INVALID_REQUEST, -1, -1
+        await self._settled(tid)
+        answer = await self._init_producer_id(tid, timeout_ms, expected_pid, expected_epoch)
+        if answer[0] == TE.CONCURRENT_TRANSACTIONS:
+            # this init began the abort of a previous instance's transaction: a retry after
+            # its completion bumps the epoch again and answers
+            await self._settled(tid)
+            answer = await self._init_producer_id(tid, timeout_ms, expected_pid, expected_epoch)
+        return answer
+
+    async def _init_producer_id(self, tid: str, timeout_ms: int, expected_pid: int,
+                                expected_epoch: int) -> tuple[int, int, int]:
         try:
             ctx = self.context_for(tid)
             known = await ctx.read(lambda s: s.transactions.get(tid))
@@ -86,10 +115,12 @@ class TransactionCoordinator:
 
     async def add_partitions(self, tid: str, pid: int, epoch: int,
                              partitions: dict[str, set[int]]) -> int:
+        await self._settled(tid)
         return await self._write(tid, lambda s: s.add_partitions(tid, pid, epoch, partitions),
                                  lambda code: code)
 
     async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool) -> int:
+        await self._settled(tid)
         return await self._write(tid, lambda s: s.end_txn(tid, pid, epoch, commit),
                                  lambda code: code)
 

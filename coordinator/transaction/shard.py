@@ -70,6 +70,10 @@ class TxnConfig:
     markers: MarkerWriter | None = None
     id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
     expiration_check_ms: int = 3_600_000  # transaction.remove.expired.transaction.cleanup...
+    # How long a request that would answer CONCURRENT_TRANSACTIONS because the previous
+    # transaction's markers are being written waits for them first (Kafka 4.x's server-side
+    # retry, add.partitions.to.txn.retry.backoff.max.ms)
+    settle_wait_ms: int = 100
 
 
 class TransactionShard:
@@ -79,6 +83,8 @@ class TransactionShard:
         self.config = config
         self.transactions: dict[str, TxnMetadata] = {}
         self._marker_tasks: set[asyncio.Task] = set()
+        # transactional id -> resolved when its PrepareCommit/PrepareAbort is completed
+        self._completions: dict[str, asyncio.Future] = {}
         self._alive = True
 
     # Lifecycle / replay ----------------------------------------------------------------------
@@ -97,6 +103,24 @@ class TransactionShard:
             self.context.cancel(("txn-timeout", md.transactional_id))
         for task in self._marker_tasks:
             task.cancel()
+        self._settle_all()
+
+    def _settle_all(self) -> None:
+        completions, self._completions = self._completions, {}
+        for fut in completions.values():
+            if not fut.done():
+                fut.set_result(None)
+
+    def completion(self, tid: str) -> asyncio.Future | None:
+        """A future resolved once the PrepareCommit/PrepareAbort of ``tid`` is completed (its
+        Complete* record applied), or None when ``tid`` is not between the two."""
+        md = self.transactions.get(tid)
+        if md is None or md.state not in (PREPARE_COMMIT, PREPARE_ABORT):
+            return None
+        fut = self._completions.get(tid)
+        if fut is None or fut.done():
+            fut = self._completions[tid] = self.context.new_future()
+        return fut
 
     def replay_all(self, records: Iterable[Any]) -> int:
         count = 0
@@ -106,6 +130,8 @@ class TransactionShard:
                 tid = decode_key(key)
                 if value is None:
                     self.transactions.pop(tid, None)
+                    if self._completions:
+                        self._settle(tid)
                     continue
                 v = decode_value(value)
                 if not 0 <= v.state < len(STATE_NAMES):
@@ -122,7 +148,14 @@ class TransactionShard:
                 md.last_producer_epoch = (old.producer_epoch if old.producer_epoch != md.producer_epoch
                                           else old.last_producer_epoch)
             self.transactions[tid] = md
+            if self._completions and md.state not in (PREPARE_COMMIT, PREPARE_ABORT):
+                self._settle(tid)
         return count
+
+    def _settle(self, tid: str) -> None:
+        fut = self._completions.pop(tid, None)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
 
     def _write(self, md: TxnMetadata, response: Any,
                on_durable: Callable[[], None] | None = None) -> Result:
