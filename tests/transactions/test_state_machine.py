@@ -103,10 +103,10 @@ def test_commit_abort_fence_and_reload(env) -> None:
     assert run(coord.end_txn("app", pid, epoch, False)) == TE.INVALID_TXN_STATE
     # an instance leaves a transaction open; the next one fences it
     assert run(coord.add_partitions("app", pid, epoch, {"t": {1}})) == TE.NONE
-    assert run(coord.init_producer_id("app", 30_000))[0] == TE.CONCURRENT_TRANSACTIONS
-    _settle(loop)
-    assert markers[-1] == (pid, 1, False, {"t": {1}})  # aborted with the bumped epoch
+    # the init aborts it with a bumped epoch, waits for the abort's completion (where a client
+    # would get CONCURRENT_TRANSACTIONS and retry) and bumps again
     assert run(coord.init_producer_id("app", 30_000)) == (TE.NONE, pid, 2)
+    assert markers[-1] == (pid, 1, False, {"t": {1}})  # aborted with the bumped epoch
     assert run(coord.add_partitions("app", pid, 0, {"t": {0}})) == TE.PRODUCER_FENCED
     assert run(coord.add_partitions("app", pid, 2, {"t": {0}})) == TE.NONE
     run(coord.stop())
@@ -139,3 +139,46 @@ def test_commit_abort_fence_and_reload(env) -> None:
     run(coord.start())
     assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
     run(coord.stop())
+
+
+def test_requests_wait_for_the_previous_transactions_markers() -> None:
+    """A request arriving while the previous transaction's markers are written waits for its
+    completion, at most settle_wait_ms (Kafka 4.x retries such adds on the server), and
+    answers CONCURRENT_TRANSACTIONS only when the markers take longer than that."""
+    loop = asyncio.new_event_loop()
+    release = asyncio.Event()
+
+    async def slow_markers(pid: int, epoch: int, commit: bool, parts: dict) -> None:
+        await release.wait()
+
+    async def allocate() -> int:
+        return 7
+
+    coord = TransactionCoordinator(1, 1, ManualClock(),
+                                   TxnConfig(60_000, slow_markers, settle_wait_ms=50),
+                                   lambda p: MemoryLog(), allocate)
+
+    async def scenario() -> None:
+        await coord.start()
+        _, pid, epoch = await coord.init_producer_id("app", 30_000)
+        assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == TE.NONE
+        assert await coord.end_txn("app", pid, epoch, True) == TE.NONE
+        # markers still being written, longer than the wait: the client is told to retry
+        t0 = loop.time()
+        assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == \
+            TE.CONCURRENT_TRANSACTIONS
+        assert loop.time() - t0 >= 0.045
+        # the markers complete while a request waits: it is answered as a retry would be
+        waiting = asyncio.ensure_future(coord.add_partitions("app", pid, epoch, {"t": {1}}))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        release.set()
+        assert await asyncio.wait_for(waiting, 1) == TE.NONE
+        md = (await coord.describe("app"))[1]
+        assert (md.state, md.partitions) == (ONGOING, {"t": {1}})
+        await coord.stop()
+
+    try:
+        loop.run_until_complete(scenario())
+    finally:
+        loop.close()
