@@ -78,10 +78,7 @@ class TransactionCoordinator:
         fut = None if shard is None else shard.completion(tid)
         if fut is None:
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(fut), self.config.settle_wait_ms / 1000)
-        except TimeoutError:
-            pass
+        await asyncio.wait([fut], timeout=self.config.settle_wait_ms / 1000)
 
     # APIs ------------------------------------------------------------------------------------
     async def init_producer_id(self, tid: str, timeout_ms: int, expected_pid: int = -1,
