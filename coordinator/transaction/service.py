@@ -111,15 +111,25 @@ class TransactionCoordinator:
             lambda code: (code, -1, -1))
 
     async def add_partitions(self, tid: str, pid: int, epoch: int,
-                             partitions: dict[str, set[int]]) -> int:
+                             partitions: dict[str, set[int]], tv: int = 1) -> int:
         await self._settled(tid)
-        return await self._write(tid, lambda s: s.add_partitions(tid, pid, epoch, partitions),
+        return await self._write(tid, lambda s: s.add_partitions(tid, pid, epoch, partitions, tv),
                                  lambda code: code)
 
-    async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool) -> int:
+    async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
+                      tv: int = 1) -> tuple[int, int, int]:
+        """(error, producer id, epoch to use next)."""
         await self._settled(tid)
-        return await self._write(tid, lambda s: s.end_txn(tid, pid, epoch, commit),
-                                 lambda code: code)
+        new_pid = -1
+        if tv >= 2:
+            try:
+                known = await self.context_for(tid).read(lambda s: s.transactions.get(tid))
+            except CoordinatorError as exc:
+                return exc.code, -1, -1
+            if known is not None and known.producer_epoch >= MAX_EPOCH:
+                new_pid = await self._allocate()
+        return await self._write(tid, lambda s: s.end_txn(tid, pid, epoch, commit, tv, new_pid),
+                                 lambda code: (code, -1, -1))
 
     async def describe(self, tid: str) -> tuple[int, TxnMetadata | None]:
         try:
@@ -144,6 +154,19 @@ class TransactionCoordinator:
                 return NOT_COORDINATOR
             return ctx.shard.verify_partition(tid, pid, epoch, topic, partition)
         return verify
+
+    def verify_partitions(self, tid: str, pid: int, epoch: int,
+                          partitions: dict[str, set[int]]) -> dict[tuple[str, int], int]:
+        """AddPartitionsToTxn v4+ with verify_only: an error for every partition (Kafka's
+        handleVerifyPartitionsInTransaction)."""
+        ctx = self.runtime.contexts.get(self.partition_for(tid)) if tid else None
+        if not tid:
+            code = TE.INVALID_REQUEST
+        elif ctx is None or ctx.shard is None:
+            code = NOT_COORDINATOR
+        else:
+            return ctx.shard.verify_partitions(tid, pid, epoch, partitions)
+        return {(t, p): code for t, ps in partitions.items() for p in ps}
 
     def find_coordinator(self, tid: str) -> int:
         """The error of FindCoordinator(key type 1) for ``tid`` (NONE: this node)."""

@@ -95,12 +95,12 @@ def test_commit_abort_fence_and_reload(env) -> None:
     assert run(coord.add_partitions("app", pid, epoch, {"t": {0, 1}})) == TE.NONE
     assert run(coord.add_partitions("app", pid + 1, epoch, {"t": {0}})) == \
         TE.INVALID_PRODUCER_ID_MAPPING
-    assert run(coord.end_txn("app", pid, epoch, True)) == TE.NONE
+    assert run(coord.end_txn("app", pid, epoch, True))[0] == TE.NONE
     _settle(loop)
     assert markers == [(pid, 0, True, {"t": {0, 1}})]
     assert run(coord.describe("app"))[1].state == COMPLETE_COMMIT
-    assert run(coord.end_txn("app", pid, epoch, True)) == TE.NONE  # a retried commit
-    assert run(coord.end_txn("app", pid, epoch, False)) == TE.INVALID_TXN_STATE
+    assert run(coord.end_txn("app", pid, epoch, True))[0] == TE.NONE  # a retried commit
+    assert run(coord.end_txn("app", pid, epoch, False))[0] == TE.INVALID_TXN_STATE
     # an instance leaves a transaction open; the next one fences it
     assert run(coord.add_partitions("app", pid, epoch, {"t": {1}})) == TE.NONE
     # the init aborts it with a bumped epoch, waits for the abort's completion (where a client
@@ -123,7 +123,7 @@ def test_commit_abort_fence_and_reload(env) -> None:
     _settle(loop)
     assert markers[-1] == (pid, 3, False, {"t": {0}})
     assert run(coord.describe("app"))[1].state == COMPLETE_ABORT
-    assert run(coord.end_txn("app", pid, 2, True)) == TE.PRODUCER_FENCED
+    assert run(coord.end_txn("app", pid, 2, True))[0] == TE.PRODUCER_FENCED
     # transactional.id.expiration.ms: an id without a transaction is forgotten after a week
     # of disuse (checked hourly); a tombstone makes it so after a restart too
 
@@ -162,7 +162,7 @@ def test_requests_wait_for_the_previous_transactions_markers() -> None:
         await coord.start()
         _, pid, epoch = await coord.init_producer_id("app", 30_000)
         assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == TE.NONE
-        assert await coord.end_txn("app", pid, epoch, True) == TE.NONE
+        assert (await coord.end_txn("app", pid, epoch, True))[0] == TE.NONE
         # markers still being written, longer than the wait: the client is told to retry
         t0 = loop.time()
         assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == \
