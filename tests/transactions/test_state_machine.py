@@ -182,3 +182,42 @@ def test_requests_wait_for_the_previous_transactions_markers() -> None:
         loop.run_until_complete(scenario())
     finally:
         loop.close()
+
+
+def test_transaction_version_2_epoch_bump_overflow_and_reload(env) -> None:
+    """EndTxn of transaction version 2 bumps the epoch (markers carry the bumped one); at an
+    exhausted epoch the transaction ends on a new producer id at epoch 0 (Kafka's
+    prepareComplete); __transaction_state keeps the version across a restart."""
+    from kafkette.coordinator.transaction.shard import MAX_EPOCH
+
+    loop, _clock, new_coordinator, markers = env
+    run = loop.run_until_complete
+    coord = new_coordinator()
+    run(coord.start())
+    _, pid, epoch = run(coord.init_producer_id("v2", 30_000))
+    assert run(coord.add_partitions("v2", pid, epoch, {"t": {0}}, tv=2)) == TE.NONE
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)
+    _settle(loop)
+    assert markers[-1] == (pid, epoch + 1, True, {"t": {0}})
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)  # retry
+    assert run(coord.end_txn("v2", pid, epoch, False, tv=2))[0] == TE.INVALID_TXN_STATE
+    assert run(coord.end_txn("v2", pid, epoch - 1, True, tv=2))[0] == TE.PRODUCER_FENCED
+    run(coord.stop())
+    coord = new_coordinator()  # the version survives a restart (TransactionLogValue v1)
+    run(coord.start())
+    md = run(coord.describe("v2"))[1]
+    assert (md.state, md.producer_epoch, md.tv) == (COMPLETE_COMMIT, epoch + 1, 2)
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)
+    # the epoch runs out: the next producer id, epoch 0, once the markers are written
+    md.producer_epoch = MAX_EPOCH
+    assert run(coord.add_partitions("v2", pid, MAX_EPOCH, {"t": {1}}, tv=2)) == TE.NONE
+    error, new_pid, new_epoch = run(coord.end_txn("v2", pid, MAX_EPOCH, False, tv=2))
+    assert (error, new_epoch) == (TE.NONE, 0) and new_pid != pid
+    _settle(loop)
+    assert markers[-1] == (pid, MAX_EPOCH + 1, False, {"t": {1}})
+    md = run(coord.describe("v2"))[1]
+    assert (md.state, md.producer_id, md.producer_epoch, md.previous_producer_id) == \
+        (COMPLETE_ABORT, new_pid, 0, pid)
+    assert run(coord.end_txn("v2", pid, MAX_EPOCH, False, tv=2)) == (TE.NONE, new_pid, 0)
+    assert run(coord.add_partitions("v2", new_pid, 0, {"t": {0}}, tv=2)) == TE.NONE
+    run(coord.stop())
