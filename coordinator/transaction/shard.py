@@ -306,6 +306,8 @@ class TransactionShard:
         tv = md.tv if tv is None else tv
         if bump:
             epoch = md.producer_epoch + 1 if md.producer_epoch < MAX_EPOCH else md.producer_epoch
+            if tv >= 2:  # Kafka: the fence bumps, then the abort of version 2 bumps again
+                epoch = min(epoch + 1, MAX_EPOCH + 1)
         else:  # transaction version 2 bumps on every EndTxn (at most to Short.MaxValue)
             epoch = md.producer_epoch + 1 if tv >= 2 else md.producer_epoch
         nxt = TxnMetadata(md.transactional_id, md.producer_id, epoch, md.timeout_ms,

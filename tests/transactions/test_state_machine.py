@@ -208,6 +208,13 @@ def test_transaction_version_2_epoch_bump_overflow_and_reload(env) -> None:
     md = run(coord.describe("v2"))[1]
     assert (md.state, md.producer_epoch, md.tv) == (COMPLETE_COMMIT, epoch + 1, 2)
     assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)
+    # a new instance fences an open transaction of version 2: the fence and the abort each
+    # bump (Kafka's prepareFenceProducerEpoch + prepareAbortOrCommit), the init once more
+    assert run(coord.add_partitions("v2", pid, epoch + 1, {"t": {2}}, tv=2)) == TE.NONE
+    assert run(coord.init_producer_id("v2", 30_000)) == (TE.NONE, pid, epoch + 4)
+    assert markers[-1] == (pid, epoch + 3, False, {"t": {2}})
+    assert run(coord.end_txn("v2", pid, epoch + 1, False, tv=2))[0] == TE.PRODUCER_FENCED
+    md = run(coord.describe("v2"))[1]
     # the epoch runs out: the next producer id, epoch 0, once the markers are written
     md.producer_epoch = MAX_EPOCH
     assert run(coord.add_partitions("v2", pid, MAX_EPOCH, {"t": {1}}, tv=2)) == TE.NONE
