@@ -189,3 +189,23 @@ def test_produce_v12_adds_nothing_below_transaction_version_2(kafka_broker_facto
         r = w.request(66, 0, state_filters=(), producer_id_filters=())
         assert [(t.transactional_id, t.transaction_state) for t in r.transaction_states] == \
             [("v1-app", "Empty")]  # (DescribeTransactions' start time -1 is beyond kio)
+
+
+def test_transaction_version_2_survives_a_restart(kafka_broker_factory) -> None:
+    broker = kafka_broker_factory(TV2)
+    create_topic(broker.bootstrap, "out")
+    with WireClient(broker.bootstrap) as w:
+        _error, pid, epoch = _init(w, "restart-app", version=5)
+        assert _produce(w, "restart-app", "out", pid, epoch, 0, b"a") == 0
+        assert _end(w, "restart-app", pid, epoch, True).producer_epoch == epoch + 1
+        _wait_complete(w, "restart-app")
+    broker.restart()
+    with WireClient(broker.bootstrap) as w:
+        deadline = time.monotonic() + 10
+        while (r := _end(w, "restart-app", pid, epoch, True)).error_code in (15, 16) and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)  # the coordinator is loading
+        # replayed as a version-2 transaction: the retry with the old epoch is answered
+        assert (r.error_code, r.producer_id, r.producer_epoch) == (0, pid, epoch + 1)
+        assert _produce(w, "restart-app", "out", pid, epoch + 1, 0, b"b") == 0
+        assert _end(w, "restart-app", pid, epoch + 1, True).producer_epoch == epoch + 2
