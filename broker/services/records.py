@@ -13,7 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.protocol.batch_validation import validate_produced_batch
+from kafkette.protocol.batch_validation import check_produced_batch
 from kafkette.protocol.records import (
     CorruptRecordError,
     build_batch,
@@ -84,7 +84,7 @@ class RecordService:
         if not records:
             raise ServiceError(ErrorCode.invalid_record, "Produce request has no record batch")
         try:
-            records, header = validate_produced_batch(records)
+            records, header, null_key = check_produced_batch(records)
         except CorruptRecordError as exc:
             raise service_error(exc) from None
         if header.attributes & 0x10 and verify_txn is not None and \
@@ -100,11 +100,11 @@ class RecordService:
                                f"The size of the current ISR Set(1) is insufficient to satisfy "
                                f"the min.isr requirement of {cfg.min_insync_replicas} for "
                                f"partition {topic}-{partition}")
+        if cfg.compact and null_key:
+            raise ServiceError(ErrorCode.invalid_record,
+                               "Compacted topic cannot accept message without key in topic "
+                               f"partition {topic}-{partition}.")
         try:
-            if cfg.compact and any(r.key is None for r in decode_records(records)):
-                raise ServiceError(ErrorCode.invalid_record,
-                                   "Compacted topic cannot accept message without key in topic "
-                                   f"partition {topic}-{partition}.")
             if cfg.compression >= 0 and header.compression != cfg.compression:
                 records, header = _recompress(records, header, cfg.compression)
             info, fut = plog.append_nowait(records, [header])
