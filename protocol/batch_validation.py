@@ -288,11 +288,6 @@ def _exact(data: bytes | memoryview, start: int, pos: int, checks: list[tuple[in
             return pos
 
 
-def _column(data: bytes, pos: int, size: int, n: int) -> bytes:
-    """The bytes at pos, pos + size, ... (n of them)."""
-    return data[pos : pos + (n - 1) * size + 1 : size]
-
-
 def _same_layout(data: bytes, pos: int, size: int, run: int,
                  checks: list[tuple[int, int]]) -> int:
     """How many of the ``run`` slots of ``size`` bytes from ``pos`` hold, one after the other,
@@ -300,33 +295,44 @@ def _same_layout(data: bytes, pos: int, size: int, run: int,
     is where a record starts: the length checks come first and cut ``run`` before the rest are
     read; each later column is read only up to the first slot that failed so far."""
     for offset, want in checks:
-        col = _column(data, pos + offset, size, run)
+        start = pos + offset
+        col = data[start : start + (run - 1) * size + 1 : size]
         if want >= 0:
-            rest = col.lstrip(_BYTES[want])
+            if col == _BYTES[want] * run:
+                continue
+            bad = col.translate(_other_than(want)).find(1)
         elif want == _LAST:
             if col.isascii():
                 continue
-            rest = col.translate(_LOW).lstrip(b"\x00")
+            bad = col.translate(_LOW).find(1)
         else:
-            rest = col.translate(_HIGH).lstrip(b"\x00")
-        run -= len(rest)
-        if not run:
+            bad = col.translate(_HIGH).find(1)
+            if bad < 0:
+                continue
+        if not bad:
             return 0
+        run = bad
     return run
+
+
+@cache
+def _other_than(value: int) -> bytes:
+    """A translate table: 0 for ``value``, 1 for every other byte."""
+    return bytes(0 if i == value else 1 for i in range(256))
 
 
 def _deltas_follow(data: bytes, pos: int, size: int, width: int, first: int,
                    run: int) -> bool:
     """Whether the offset deltas at pos, pos + size, ... (``run`` of them, ``width`` bytes) are
     first, first + 1, ...; compared as canonical varints a column at a time when they can be."""
-    col = _column(data, pos, size, run)
+    col = data[pos : pos + (run - 1) * size + 1 : size]
     if width == 1 and first + run <= 64:
         if col == bytes(range(2 * first, 2 * (first + run), 2)):
             return True
     elif width == 2 and first >= 64 and first + run <= 8192:
         low, high = _two_byte_deltas()
         if (col == low[first : first + run]
-                and _column(data, pos + 1, size, run) == high[first : first + run]):
+                and data[pos + 1 : pos + run * size : size] == high[first : first + run]):
             return True
     # Non-canonical or wider varints: decode them.
     return all(_read_varint(data, pos + i * size)[0] == first + i for i in range(run))
