@@ -150,8 +150,8 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
             b = data[pos]  # record length (zigzag: even = positive)
             if b < 0x80:
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
+            elif (c := data[pos + 1]) < 0x80:
+                b = (b & 0x7F) | (c << 7)
                 pos += 2
             else:
                 size, pos = _read_varint(data, pos)
@@ -170,8 +170,8 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                 pos += 1
                 if b != index << 1:
                     sequential = False
-            elif data[pos + 1] < 0x80:
-                if (b & 0x7F) | (data[pos + 1] << 7) != index << 1:
+            elif (c := data[pos + 1]) < 0x80:
+                if (b & 0x7F) | (c << 7) != index << 1:
                     sequential = False
                 pos += 2
             else:
@@ -194,8 +194,8 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
             b = data[pos]  # value
             if b < 0x80:
                 pos += 1 if b & 1 else 1 + (b >> 1)
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
+            elif (c := data[pos + 1]) < 0x80:
+                b = (b & 0x7F) | (c << 7)
                 pos += 2 if b & 1 else 2 + (b >> 1)
             else:
                 pos = _skip_bytes(data, pos)
