@@ -282,7 +282,7 @@ class FetchSession:
                     limit = max(min(p.partition_max_bytes, remaining), 0)
                     if read_committed:
                         slice_ = plog.read(p.fetch_offset, limit, min_one=min_one,
-                                           upto=plog.last_stable_offset)
+                                           upto=None if lso < 0 else lso)
                     else:
                         slice_ = plog.read(p.fetch_offset, limit, min_one=min_one)
                 except OffsetOutOfRangeError:
@@ -297,8 +297,8 @@ class FetchSession:
                 read = PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
                                      plog.log_start_offset, slice_, lso)
                 if read_committed and slice_ is not None and plog.producers.aborted:
-                    read.aborted = plog.producers.aborted_in(p.fetch_offset,
-                                                             plog.last_stable_offset)
+                    read.aborted = plog.producers.aborted_in(
+                        p.fetch_offset, plog.log_end_offset if lso < 0 else lso)
                 reads.append(read)
             out.append(reads)
         return out, total, error
