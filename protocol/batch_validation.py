@@ -212,18 +212,30 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
             elif (index < count and data[pos] == data[start]
                   and data[pos + 1] == data[start + 1]):
                 size = pos - start
-                run = min(count - index, (end - pos) // size)
-                if run >= _RUN_MIN:
+                checks: list[tuple[int, int]] = []
+                if min(count - index, (end - pos) // size) >= _RUN_MIN:
                     if type(data) is not bytes:  # strided slices of bytes are the cheap ones
                         data = bytes(data)
                     checks, delta_at, delta_width = _layout(data, start)
-                    run = _same_layout(data, pos, size, run, checks)
-                    if run and offsets and sequential:
-                        sequential = _deltas_follow(data, pos + delta_at, size, delta_width,
-                                                    index, run)
-                    index += run
-                    pos += run * size
-                if run < 4 * _RUN_MIN:
+                if 0 < len(checks) <= _MAX_CHECKS:  # (many headers: walked one by one)
+                    # Slots are checked a window at a time, the window growing while every slot
+                    # matches: an attempt that fails early costs no more than its window.
+                    window = _WINDOW
+                    first = index
+                    while True:
+                        slots = min(count - index, (end - pos) // size, window)
+                        run = _same_layout(data, pos, size, slots, checks)
+                        if run and offsets and sequential:
+                            sequential = _deltas_follow(data, pos + delta_at, size,
+                                                        delta_width, index, run)
+                        index += run
+                        pos += run * size
+                        if run < window:
+                            break
+                        window *= 4
+                    if index - first < 4 * _RUN_MIN:
+                        retry = _RETRY
+                else:
                     retry = _RETRY
     except IndexError:
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached") from None
@@ -246,6 +258,8 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
 
 _RUN_MIN = 4  # a run is tried only with at least this many records left
 _RETRY = 16  # after a short run, records walked one by one before the next try
+_MAX_CHECKS = 64  # records with more structural bytes (headers) are not checked in runs
+_WINDOW = 64  # slots checked by the first column pass of a run (then x4 while all match)
 _MORE, _LAST = -1, -2  # a delta's byte: continuation bit set / clear
 _BYTES = [bytes((i,)) for i in range(256)]
 _HIGH = bytes(0 if i > 0x7F else 1 for i in range(256))  # translate: 0 where bit 7 is set

@@ -194,3 +194,24 @@ def test_null_keys_are_seen_in_runs() -> None:
     data = b"".join(keyed) + null + b"".join(_record(0, 101 + i, b"k", b"v", []) for i in range(50))
     assert _walked(data, 151) == (True, True)
     assert _walked(b"".join(keyed), 100) == (True, False)
+
+
+def test_run_attempts_cost_linear_work(monkeypatch) -> None:
+    """Records of one length whose layouts keep changing (key 1 + value 5 bytes, then key 2 +
+    value 4, every 17 records) make every run attempt fail: the slots examined stay
+    proportional to the records, not to records x attempts (a batch must not cost seconds)."""
+    import kafkette.protocol.batch_validation as bv
+
+    records = [_record(0, 0, b"k", b"vvvvv", []) if (i // 17) % 2 else
+               _record(0, 0, b"kk", b"vvvv", []) for i in range(20000)]
+    data = b"".join(records)
+    examined = []
+    same_layout = bv._same_layout
+    monkeypatch.setattr(bv, "_same_layout", lambda d, pos, size, run, checks: (
+        examined.append(run * len(checks)) or same_layout(d, pos, size, run, checks)))
+    assert walk_records(data, 20000) is False  # offset deltas all 0
+    assert examined and sum(examined) < 40 * 20000
+    uniform = b"".join(_record(0, i, b"kk", b"vvvv", []) for i in range(20000))
+    examined.clear()
+    assert walk_records(uniform, 20000) is True
+    assert sum(examined) < 4 * 20000 * 8
