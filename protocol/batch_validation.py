@@ -232,7 +232,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                         pos += run * size
                         if run < window:
                             break
-                        window *= 4
+                        window *= 16
                     if index - first < 4 * _RUN_MIN:
                         retry = _RETRY
                 else:
@@ -259,7 +259,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
 _RUN_MIN = 4  # a run is tried only with at least this many records left
 _RETRY = 16  # after a short run, records walked one by one before the next try
 _MAX_CHECKS = 64  # records with more structural bytes (headers) are not checked in runs
-_WINDOW = 64  # slots checked by the first column pass of a run (then x4 while all match)
+_WINDOW = 64  # slots checked by the first column pass of a run (then x16 while all match)
 _MORE, _LAST = -1, -2  # a delta's byte: continuation bit set / clear
 _BYTES = [bytes((i,)) for i in range(256)]
 _HIGH = bytes(0 if i > 0x7F else 1 for i in range(256))  # translate: 0 where bit 7 is set
