@@ -270,7 +270,7 @@ def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]]
     """(checks, offset and width of the offset delta) of the (valid) record at ``start``;
     a check is (offset in the record, byte value or _MORE / _LAST). Length bytes come first."""
     checks: list[tuple[int, int]] = []
-    pos = _exact(data, start, start, checks)  # record length
+    _, pos = _exact(data, start, start, checks)  # record length
     pos += 1  # attributes
     for _delta in (0, 1):  # timestamp delta, offset delta
         delta_at = pos
@@ -281,25 +281,31 @@ def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]]
         pos += 1
     delta_width = pos - delta_at
     for _field in (0, 1):  # key, value
-        n, _ = _read_varint(data, pos)
-        pos = _exact(data, start, pos, checks) + max(n, 0)
-    headers, _ = _read_varint(data, pos)
-    pos = _exact(data, start, pos, checks)
+        n, pos = _exact(data, start, pos, checks)
+        if n > 0:
+            pos += n
+    headers, pos = _exact(data, start, pos, checks)
     for _ in range(headers):
         for _part in (0, 1):  # header key, header value
-            n, _ = _read_varint(data, pos)
-            pos = _exact(data, start, pos, checks) + max(n, 0)
+            n, pos = _exact(data, start, pos, checks)
+            if n > 0:
+                pos += n
     return checks, delta_at - start, delta_width
 
 
-def _exact(data: bytes | memoryview, start: int, pos: int, checks: list[tuple[int, int]]) -> int:
-    """Check every byte of the varint at ``pos`` for equality; the position after it."""
+def _exact(data: bytes | memoryview, start: int, pos: int, checks: list[tuple[int, int]]
+           ) -> tuple[int, int]:
+    """Check every byte of the (valid) varint at ``pos`` for equality: (its value, the
+    position after it)."""
+    value = shift = 0
     while True:
         b = data[pos]
         checks.append((pos - start, b))
         pos += 1
+        value |= (b & 0x7F) << shift
         if b < 0x80:
-            return pos
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
 
 
 def _same_layout(data: bytes, pos: int, size: int, run: int,
