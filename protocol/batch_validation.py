@@ -14,6 +14,11 @@ validateMessagesAndAssignOffsetsCompressed) for magic v2 batches from clients:
 Trailing bytes too short to be a second batch are dropped, as Kafka trims them before appending.
 A compressed batch whose records do not carry offset deltas 0..n-1 is rebuilt with consecutive
 ones (Kafka rewrites such batches instead of rejecting them); an uncompressed one is kept as is.
+``check_produced_batch`` also tells whether a record has no key (refused by compacted topics).
+
+Every record's structure is checked (``_walk``): one record at a time in general, and a byte
+column at a time over the records that share one layout (what producers mostly send), so that
+validating a batch of small records costs a few nanoseconds per record instead of a microsecond.
 """
 
 from __future__ import annotations
