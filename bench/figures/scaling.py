@@ -14,7 +14,9 @@ generation is superseded rejoins as a client does) is formed untimed; then one m
 LeaveGroup, and the clock and the broker's CPU time (/proc/PID/stat, 10 ms ticks) run from that
 LeaveGroup until all N − 1 others hold the new generation: each sends a Heartbeat right after
 the LeaveGroup is answered (repeated every 5 ms until it answers REBALANCE_IN_PROGRESS), rejoins
-with its member id, and syncs. Replay (``--scaling-replay``, default 100k,1M,5M; multiples of
+with its member id, and syncs. Each run does this 5 times per size, each on a fresh group
+(emptied afterwards with one LeaveGroup for all its members): the row is the median time and the
+mean broker CPU of the 5 (CPU time is counted in 10 ms ticks). Replay (``--scaling-replay``, default 100k,1M,5M; multiples of
 1000): the replay figure at that many offsets (groups × 1000 partitions), each size prepared
 once per target, with its memory per committed offset.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import shutil
+import statistics
 import struct
 import time
 import uuid
@@ -60,6 +63,7 @@ REPLAY_OFFSETS = (100_000, 1_000_000, 5_000_000)
 SESSION_MS = 60000
 SETTLE = 0.5
 FORM_TIMEOUT = 120.0
+REPEATS = 5  # rebalances per size and run: CPU time is read in 10 ms ticks
 
 
 def _count(n: int) -> str:
@@ -220,6 +224,10 @@ async def _rebalance(bootstrap: str, size: int, versions: dict[int, int],
         elapsed, cpu = time.perf_counter() - t0, process_cpu_seconds(pid) - cpu0
         if len({m.generation for m in rest}) != 1:
             raise KafkaError("members ended in different generations")
+        if versions[LEAVE_GROUP] >= 3:  # empty the group at once, not member by member
+            await rest[0].call(LEAVE_GROUP, group_id=group, member_id="", members=tuple(
+                make(leave_cls, member_id=m.member_id, group_instance_id=None, reason=None)
+                for m in rest))
         return elapsed, cpu
     finally:
         for m in members:
@@ -238,9 +246,14 @@ class Rebalance(Figure):
         assert ctx.server is not None
         out: dict[str, float] = {}
         for n in self.sizes:
-            elapsed, cpu = asyncio.run(_rebalance(ctx.server.bootstrap, n, ctx.state,
-                                                  ctx.server.pid))
-            out[f"time_{n}"], out[f"cpu_{n}"] = elapsed, cpu
+            times, cpus = [], []
+            for _ in range(REPEATS):
+                elapsed, cpu = asyncio.run(_rebalance(ctx.server.bootstrap, n, ctx.state,
+                                                      ctx.server.pid))
+                times.append(elapsed)
+                cpus.append(cpu)
+            out[f"time_{n}"] = statistics.median(times)
+            out[f"cpu_{n}"] = sum(cpus) / len(cpus)
         return out
 
 
