@@ -254,10 +254,14 @@ def write_markdown(path: Path, results: list[FigureResult], names: list[str], co
         lines += [f"{i}. {text}" for i, text in enumerate(footnotes, 1)]
         lines.append("")
     lines += ["## What each figure measures", ""]
+    # One entry per module (the scaling figures share theirs; the scaling replays use replay's).
+    titles: dict[str, list[str]] = {}
     for result in results:
-        paragraphs = (sys.modules[type(result.figure).__module__].__doc__ or "").split("\n\n")
+        titles.setdefault(type(result.figure).__module__, []).append(result.figure.title)
+    for module, names in titles.items():
+        paragraphs = (sys.modules[module].__doc__ or "").split("\n\n")
         body = paragraphs[1:] if len(paragraphs) > 1 else paragraphs
-        lines += [f"- **{result.figure.title}** — " + " ".join(" ".join(body).split())]
+        lines += [f"- **{' / '.join(names)}** — " + " ".join(" ".join(body).split())]
     lines.append("")
     # Hand-written analysis below the marker survives a new run.
     if path.exists() and MARKER in path.read_text():
