@@ -193,7 +193,10 @@ def write_markdown(path: Path, results: list[FigureResult], names: list[str], co
         f"- Runs: median of {args.runs} measured runs after {args.warmup} warm-up; "
         f"cells are `median (min–max)`. Whole run: {total:.0f} s.",
         "- Ratios are kafkette/peer computed pair by pair (targets interleaved run by run, "
-        "A B C A B C …) and summarised the same way; `ahead` means kafkette is better on that row.",
+        "A B C A B C …) and summarised the same way; `ahead` means kafkette is better on that row. "
+        "A `kafkette@REF` target is kafkette as of git REF (`--baseline REF`), compared like a "
+        "peer. Where a figure has a machine baseline, its column also gives kafkette/baseline, "
+        "run by run.",
         "",
     ]
     if args.runs < 5:

@@ -211,6 +211,8 @@ def baseline_target(ref: str) -> Target:
 
     def command(port: int, data_dir: str) -> list[str]:
         argv = kafkette_command(port, data_dir)
+        if argv[1:3] == ["-m", "cProfile"]:  # --profile profiles this checkout's kafkette only
+            del argv[1:5]
         i = argv.index("kafkette.broker")
         return [*argv[:i], module, *argv[i + 1:]]
 
