@@ -550,8 +550,10 @@ class GroupMetadataManager:
             return _HEARTBEAT_RESULTS[E.ILLEGAL_GENERATION]
         if state is S.EMPTY:
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
-        self._reschedule_heartbeat_id(group_id, member_id,
-                                      group.members[member_id].session_timeout_ms)
+        # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
+        session_ms = group.members[member_id].session_timeout_ms
+        if not self.context.touch(("heartbeat", group_id, member_id), session_ms):
+            self._reschedule_heartbeat_id(group_id, member_id, session_ms)
         return _HEARTBEAT_RESULTS[
             E.REBALANCE_IN_PROGRESS if state is S.PREPARING_REBALANCE else E.NONE]
 

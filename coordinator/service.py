@@ -520,8 +520,12 @@ class _NoClock:
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
-    def schedule(self, key: Any, delay_ms: int, callback: Callable[[], object]) -> None:
+    def schedule(self, key: Any, delay_ms: int, callback: Callable[[], object],
+                 tag: object = None) -> None:
         pass
+
+    def extend(self, key: Any, delay_ms: int, tag: object) -> bool:
+        return False
 
     def cancel(self, key: Any) -> None:
         pass
