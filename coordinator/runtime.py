@@ -407,6 +407,14 @@ class PartitionContext:
     def new_future(self) -> asyncio.Future:
         return asyncio.get_running_loop().create_future()
 
+    def op_failed(self, exc: BaseException) -> CoordinatorError:
+        """An op run on the shard outside ``write`` (one that never writes, answered at once:
+        a heartbeat) raised a bug: the shard is reloaded, as ``write`` does; the op answers
+        the returned error."""
+        log.error("__consumer_offsets-%d: an op failed", self.partition, exc_info=exc)
+        self._fail(None, exc)
+        return CoordinatorError(E.UNKNOWN_SERVER_ERROR)
+
     def _fire(self, epoch: int, op: WriteOp) -> None:
         if epoch != self.epoch or self.state is not State.ACTIVE:
             return

@@ -228,8 +228,19 @@ class GroupCoordinator:
                   generation: int) -> int | asyncio.Future:
         if not group_id:
             return E.INVALID_GROUP_ID
-        try:  # _write, inlined: the hottest group request
-            response, waiter = self.context_for(group_id).write(
+        try:
+            ctx = self.context_for(group_id)
+            if ctx.state is State.ACTIVE and not ctx.pending():
+                # The hottest group request, and an op that never writes: with nothing pending
+                # it is answered now, as ``write`` would, without the op closure.
+                try:
+                    return ctx.shard.heartbeat(group_id, member_id, instance_id,
+                                               generation).response
+                except CoordinatorError:
+                    raise
+                except Exception as exc:
+                    raise ctx.op_failed(exc) from exc
+            response, waiter = ctx.write(
                 lambda s: s.heartbeat(group_id, member_id, instance_id, generation),
                 _heartbeat_error)
         except CoordinatorError as exc:

@@ -89,7 +89,8 @@ def handle_sync_group(ctx: RequestContext, req):
 def handle_heartbeat(ctx: RequestContext, req):
     version = ctx.api_version
     error = coordinator(ctx).heartbeat(req.group_id, req.member_id,
-                                       getattr(req, "group_instance_id", None), req.generation_id)
+                                       req.group_instance_id if version >= 3 else None,
+                                       req.generation_id)
     if type(error) is int:
         return _heartbeat_response(version, error)
     return respond_with(error, lambda code: _heartbeat_response(version, code))
