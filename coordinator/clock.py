@@ -81,7 +81,7 @@ class SystemClock:
         timer = self._timers.get(key)
         if timer is None or timer.tag is not tag:
             return False
-        deadline = self._loop.time() + max(delay_ms, 0) / 1000  # type: ignore[union-attr]
+        deadline = self._loop.time() + (delay_ms / 1000 if delay_ms > 0 else 0)  # type: ignore[union-attr]
         if timer.handle_at > deadline:
             return False
         timer.deadline = deadline

@@ -229,7 +229,14 @@ class GroupCoordinator:
         if not group_id:
             return E.INVALID_GROUP_ID
         try:
-            ctx = self.context_for(group_id)
+            # context_for, inlined: the hottest group request
+            if not self.started:
+                raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+            p = partition_for(group_id, self.num_partitions)
+            ctx = self.runtime.contexts.get(p)
+            node = SERVING_NODE.get()
+            if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
+                raise CoordinatorError(E.NOT_COORDINATOR)
             if ctx.state is State.ACTIVE and not ctx.pending():
                 # The hottest group request, and an op that never writes: with nothing pending
                 # it is answered now, as ``write`` would, without the op closure.
