@@ -41,10 +41,10 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     21: (0, 2, 0, _H + "delete_records"),
     22: (0, 5, 0, _H + "init_producer_id"),
     23: (2, 4, 2, _H + "offset_for_leader_epoch"),
-    24: (0, 3, 0, _H + "transactions"),  # AddPartitionsToTxn
+    24: (0, 5, 0, _H + "transactions"),  # AddPartitionsToTxn
     25: (0, 4, 0, _H + "transactions"),  # AddOffsetsToTxn
-    26: (0, 4, 0, _H + "transactions"),  # EndTxn
-    28: (0, 4, 0, _H + "transactions"),  # TxnOffsetCommit
+    26: (0, 5, 0, _H + "transactions"),  # EndTxn
+    28: (0, 5, 0, _H + "transactions"),  # TxnOffsetCommit
     32: (1, 4, 1, _H + "describe_configs"),
     33: (0, 2, 0, _H + "alter_configs"),
     37: (0, 3, 0, _H + "create_partitions"),

@@ -11,8 +11,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from kafkette.broker.registry import ROUTES, load_all
 from kafkette.broker.routes import REGISTERED, TABLE
 
@@ -85,18 +83,6 @@ def test_the_route_table_matches_every_handler():
         handler = REGISTERED[key]
         assert route.handler is handler and handler.__module__ == TABLE[key][3]
         assert (route.min_version, route.max_version, route.min_accepted) == TABLE[key][:3]
-
-
-@pytest.mark.parametrize("version", [0, 3, 4])
-def test_api_versions_lists_the_table(kafka_broker, version):
-    from tests.wire import WireClient
-
-    extra = ({"client_software_name": "t", "client_software_version": "1"} if version >= 3
-             else {})
-    with WireClient(kafka_broker) as client:
-        response = client.request(18, version, **extra)
-    assert {k.api_key: (k.min_version, k.max_version) for k in response.api_keys} == {
-        key: (lo, hi) for key, (lo, hi, _accepted, _module) in TABLE.items()}
 
 
 def test_the_small_varint_table_is_the_varint_encoding():
