@@ -28,15 +28,16 @@ class PartitionOffsetsLog:
         self.plog = plog
         self.compression = compression
 
-    def append(self, records: Sequence[tuple[Any, bytes | None]]) -> asyncio.Future:
+    def append(self, records: Sequence[tuple[Any, bytes | None]]) -> asyncio.Future | None:
+        """None when the records are durable already (see ``PartitionLog.append_durable``)."""
         first = records[0][0] if records else None
         if type(first) is bytes and type(records[-1][0]) is bytes and \
                 all(type(k) is bytes for k, _v in records):
             batch = build_batch(records, compression=self.compression)
-            return self.plog.append_future(batch, [parse_batch_header(batch)])
+            return self.plog.append_durable(batch, [parse_batch_header(batch)])
         batches = list(_transactional_batches(records, self.compression))
-        return self.plog.append_future(b"".join(batches),
-                                       [parse_batch_header(b) for b in batches])
+        return self.plog.append_durable(b"".join(batches),
+                                        [parse_batch_header(b) for b in batches])
 
     async def read(self) -> AsyncIterator[Sequence[tuple[Any, bytes | None]]]:
         batches = self.plog.iter_batches(0)

@@ -281,8 +281,12 @@ class PartitionContext:
         except Exception as exc:  # noqa: BLE001 - handed to every waiter
             self._fail(batch, exc)
             return
-        self._appending += 1
         self._inflight.append(batch)
+        if append is None:  # durable already (a page-cache write the flush policy allows)
+            batch.durable = True
+            self._complete_durable()
+            return
+        self._appending += 1
         append.add_done_callback(lambda f: self._appended(f, batch))
 
     def _appended(self, append: asyncio.Future, batch: _Batch) -> None:

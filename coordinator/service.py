@@ -26,6 +26,7 @@ from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
+from .result import Result
 from .runtime import CoordinatorRuntime, PartitionContext, State
 from .shard import GroupCoordinatorShard
 
@@ -353,12 +354,16 @@ class GroupCoordinator:
     # Offsets ---------------------------------------------------------------------------------
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
                        instance_id: str | None, retention_ms: int,
-                       partitions: list[CommitPartition], version: int
-                       ) -> list[int] | asyncio.Future:
-        """Error per partition (request order), now or once the offsets are durable."""
+                       partitions: list[CommitPartition], version: int,
+                       build: Callable[[list[int]], Any] | None = None) -> Any:
+        """Error per partition (request order), now or as a future resolved once the offsets
+        are durable. ``build`` maps the codes to what is returned instead (the response): it
+        runs when the op runs, so the runtime's own future carries the response, with no
+        further future or loop round trip between durability and the answer."""
         codes: list[int] = []
         accepted: list[CommitPartition] = []
         counts: dict[str, int] = {}
+        partial = False
         for p in partitions:
             count = counts.get(p.topic)
             if count is None:
@@ -368,17 +373,21 @@ class GroupCoordinator:
                 accepted.append(p)
             else:
                 codes.append(E.UNKNOWN_TOPIC_OR_PARTITION)
+                partial = True
         if not accepted:
-            return codes
-        result = self._write(
-            group_id, lambda s: s.commit_offsets(group_id, generation, member_id, instance_id,
-                                                 retention_ms, accepted, version),
-            lambda exc: [error_code(exc)] * len(accepted))
-        if len(accepted) == len(partitions):
-            return result
-        if isinstance(result, asyncio.Future):
-            return _then(result, lambda f: _merge(codes, f.result()))
-        return _merge(codes, result)
+            return codes if build is None else build(codes)
+
+        def answer(shard_codes: list[int]) -> Any:
+            out = _merge(codes, shard_codes) if partial else shard_codes
+            return out if build is None else build(out)
+
+        def op(s: GroupCoordinatorShard) -> Result:
+            result = s.commit_offsets(group_id, generation, member_id, instance_id,
+                                      retention_ms, accepted, version)
+            return Result(result.records, answer(result.response), result.replay,
+                          result.on_durable)
+
+        return self._write(group_id, op, lambda exc: answer([error_code(exc)] * len(accepted)))
 
     async def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
                             require_stable: bool = False) -> tuple[int, list[FetchedTopic]]:

@@ -31,7 +31,9 @@ class HeldLog:
         await self.gate.wait()
         if self.fail_with is not None:
             raise self.fail_with
-        await self.inner.append(records)
+        written = self.inner.append(records)
+        if written is not None:  # None: durable already (an inline write)
+            await written
 
     def read(self) -> Any:
         return self.inner.read()
