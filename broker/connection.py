@@ -23,6 +23,7 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
+from kafkette.coordinator.runtime import DurableFuture
 from kafkette.coordinator.service import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
@@ -175,9 +176,9 @@ class KafkaConnection(asyncio.Protocol):
                 return  # connection closed
             corr, api_codec, result = outcome
             if isinstance(result, asyncio.Future):
-                # An OffsetCommit's future waits for durability only: keep handling requests
-                # behind it. Anything else waits for its answer before the next request.
-                if api_codec.api_key != 8:
+                # An OffsetCommit's future that waits for durability only: keep handling
+                # requests behind it. Anything else waits for its answer before the next one.
+                if type(result) is not DurableFuture or api_codec.api_key != 8:
                     self._barrier = True
                 self._wait(corr, api_codec, None, result)
                 continue

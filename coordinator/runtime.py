@@ -86,6 +86,14 @@ def _fail_waiter(waiter: _Waiter, exc: BaseException) -> None:
         fut.set_result(on_error(exc))
 
 
+class DurableFuture(asyncio.Future):
+    """The future ``write`` returns: its op is applied to the shard already; it waits only for
+    records (its own or earlier ones) to be durable. A connection may handle the next
+    OffsetCommit meanwhile (broker/connection.py); any other future means "not handled yet"."""
+
+    __slots__ = ()
+
+
 class _Batch:
     __slots__ = ("records", "waiters", "durable", "failed", "timer")
 
@@ -218,7 +226,7 @@ class PartitionContext:
             if batch is None:
                 batch = self._open_batch()
             batch.records.extend(records)
-        fut = asyncio.get_running_loop().create_future()
+        fut = DurableFuture(loop=asyncio.get_running_loop())
         batch.waiters.append((fut, result.response, result.on_durable, on_error))
         if len(batch.records) >= MAX_BATCH_RECORDS and batch is self._open:
             self.flush()

@@ -13,7 +13,7 @@ import pytest
 from kafkette.coordinator import errors as E
 from kafkette.coordinator.log import MemoryLog, RawRecord
 from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.runtime import State
+from kafkette.coordinator.runtime import DurableFuture, State
 from kafkette.storage.log import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded
@@ -24,6 +24,8 @@ async def test_inline_append_completes_its_waiters_in_the_flush():
     log.inline = True
     futs = [commit(ctx, f"g{i}", ("t", 0, i))[1] for i in range(3)]
     assert all(f is not None and not f.done() for f in futs)
+    # Marked: applied already, waiting for durability only (what a connection may pipeline).
+    assert all(type(f) is DurableFuture for f in futs)
     ctx.flush()  # what the end of the loop turn does
     assert all(f.done() for f in futs)  # no append future, no further loop turn
     assert log.batches == 1 and len(log.records) == 3
