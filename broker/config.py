@@ -90,6 +90,10 @@ DEFAULTS: dict[str, str] = {
     "transaction.max.timeout.ms": "900000",
     "transactional.id.expiration.ms": "604800000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
+    "add.partitions.to.txn.retry.backoff.max.ms": "100",
+    # The finalized level of the transaction.version feature (Kafka finalizes it with
+    # kafka-storage format / kafka-features): 2 enables KIP-890's transaction version 2.
+    "transaction.version": "2",
 }
 
 
@@ -190,6 +194,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "offsets.commit.timeout.ms": ConfigKey("INT", at_least(1)),
     "offset.metadata.max.bytes": ConfigKey("INT"),
     "group.initial.rebalance.delay.ms": ConfigKey("INT", at_least(0)),
+    "add.partitions.to.txn.retry.backoff.max.ms": ConfigKey("INT", at_least(0)),
+    "transaction.version": ConfigKey("SHORT", between(0, 2)),
     "group.min.session.timeout.ms": ConfigKey("INT"),
     "group.max.session.timeout.ms": ConfigKey("INT"),
     "group.max.size": ConfigKey("INT", at_least(1)),

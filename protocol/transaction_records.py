@@ -1,6 +1,7 @@
 """``__transaction_state`` records, byte-exact with Kafka's TransactionLogKey (version 0) and
 TransactionLogValue (version 0, written for transaction version 0/1; version 1, flexible with
-tagged fields, is read too)."""
+the tagged PreviousProducerId / NextProducerId / ClientTransactionVersion, written for a
+transaction of transaction version 2 (KIP-890), as Kafka does)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ class TransactionLogValue:
     last_update_ms: int = -1
     start_ms: int = -1
     previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_transaction_version: int = 0
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -55,6 +58,8 @@ def decode_key(key: bytes) -> str:
 
 
 def encode_value(v: TransactionLogValue) -> bytes:
+    if v.client_transaction_version >= 2:
+        return _encode_value_v1(v)
     out = bytearray(_I16.pack(0))
     out += _HEAD.pack(v.producer_id, v.producer_epoch, v.timeout_ms, v.state)
     if v.state == EMPTY:
@@ -67,6 +72,41 @@ def encode_value(v: TransactionLogValue) -> bytes:
             out += _I16.pack(len(raw)) + raw + _I32.pack(len(parts))
             out += struct.pack(f">{len(parts)}i", *parts)
     out += _TIMES.pack(v.last_update_ms, v.start_ms)
+    return bytes(out)
+
+
+def _uvarint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _encode_value_v1(v: TransactionLogValue) -> bytes:
+    out = bytearray(_I16.pack(1))
+    out += _HEAD.pack(v.producer_id, v.producer_epoch, v.timeout_ms, v.state)
+    if v.state == EMPTY:
+        out += b"\x00"  # null
+    else:
+        out += _uvarint_bytes(len(v.partitions) + 1)
+        for topic in sorted(v.partitions):
+            raw = topic.encode()
+            parts = sorted(v.partitions[topic])
+            out += _uvarint_bytes(len(raw) + 1) + raw + _uvarint_bytes(len(parts) + 1)
+            out += struct.pack(f">{len(parts)}i", *parts) + b"\x00"
+    out += _TIMES.pack(v.last_update_ms, v.start_ms)
+    tags = []
+    if v.previous_producer_id != -1:
+        tags.append((0, struct.pack(">q", v.previous_producer_id)))
+    if v.next_producer_id != -1:
+        tags.append((1, struct.pack(">q", v.next_producer_id)))
+    if v.client_transaction_version != 0:
+        tags.append((2, _I16.pack(v.client_transaction_version)))
+    out += _uvarint_bytes(len(tags))
+    for tag, raw in tags:
+        out += _uvarint_bytes(tag) + _uvarint_bytes(len(raw)) + raw
     return bytes(out)
 
 
@@ -119,5 +159,9 @@ def _skip_tags(data: bytes, pos: int, value: TransactionLogValue | None = None) 
         size, pos = _uvarint(data, pos)
         if value is not None and tag == 0 and size == 8:
             value.previous_producer_id = struct.unpack_from(">q", data, pos)[0]
+        elif value is not None and tag == 1 and size == 8:
+            value.next_producer_id = struct.unpack_from(">q", data, pos)[0]
+        elif value is not None and tag == 2 and size == 2:
+            value.client_transaction_version = _I16.unpack_from(data, pos)[0]
         pos += size
     return pos

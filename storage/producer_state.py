@@ -16,6 +16,7 @@ order: the aborted-transaction index a read_committed fetch consults for its ran
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -63,6 +64,10 @@ class AbortedTxn:
     last_offset: int  # the ABORT marker's offset
 
 
+def _last_offset(txn: AbortedTxn) -> int:
+    return txn.last_offset
+
+
 class ProducerStateTable:
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
@@ -78,9 +83,11 @@ class ProducerStateTable:
         """Aborted transactions that may have records in [start, end) (Kafka's
         collectAbortedTxns): first offset below ``end`` and marker at or after ``start``."""
         aborted = self.aborted
-        if not aborted:
+        if not aborted or aborted[-1].last_offset < start:
             return []
-        return [a for a in aborted if a.last_offset >= start and a.first_offset < end]
+        # In marker order, so sorted by last offset: skip the ones ending before ``start``.
+        i = bisect_left(aborted, start, key=_last_offset)
+        return [a for a in aborted[i:] if a.first_offset < end]
 
     def on_batch(self, header: BatchHeader, base_offset: int, last_offset: int,
                  control_type: int) -> AbortedTxn | None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkette.coordinator.transaction import errors as TE
 from kafkette.protocol.build import item_type
 from kafkette.protocol.codec import response_type
 from kafkette.storage.log import AppendInfo
@@ -23,8 +25,57 @@ log = logging.getLogger("kafkette.produce")
 ZERO = timedelta(0)
 
 
+_TXN_HEADER = struct.Struct(">qh")  # producer id, epoch at byte 43 of a v2 batch
+# an implicit add that failed retriably is answered NOT_ENOUGH_REPLICAS: the client retries the
+# produce (Kafka's ReplicaManager does the same)
+_RETRY_ADD = frozenset({TE.CONCURRENT_TRANSACTIONS, TE.COORDINATOR_NOT_AVAILABLE,
+                        TE.NOT_COORDINATOR, 14})  # 14: COORDINATOR_LOAD_IN_PROGRESS
+
+
 @api(0, 0, 12, min_accepted=3)
 def handle_produce(ctx: RequestContext, req: Any):
+    if req.transactional_id is not None and ctx.api_version >= 12 and \
+            ctx.config.get_int("transaction.version") >= 2:
+        # Transaction version 2 (KIP-890): a partition not yet in the transaction is added by
+        # the broker (AddPartitionsToTxn on the client's behalf) before the batch is appended.
+        txn = ctx.services.groups.transaction_coordinator()
+        missing = _not_added(txn, req) if txn is not None else None
+        if missing:
+            return _add_then_produce(ctx, req, txn, *missing)
+    return _produce(ctx, req, None)
+
+
+def _not_added(txn: Any, req: Any) -> tuple[int, int, dict[str, set[int]]] | None:
+    verify = txn.verifier(req.transactional_id)
+    found: dict[str, set[int]] = {}
+    pid = epoch = -1
+    for tdata in req.topic_data:
+        for pdata in tdata.partition_data:
+            raw = pdata.records
+            if not raw or len(raw) < 61 or not raw[22] & 0x10:
+                continue
+            pid, epoch = _TXN_HEADER.unpack_from(raw, 43)
+            if verify(tdata.name, pdata.index, pid, epoch):
+                found.setdefault(tdata.name, set()).add(pdata.index)
+    return (pid, epoch, found) if found else None
+
+
+async def _add_then_produce(ctx: RequestContext, req: Any, txn: Any, pid: int, epoch: int,
+                            partitions: dict[str, set[int]]) -> Any:
+    code = await txn.add_partitions(req.transactional_id, pid, epoch, partitions, tv=2)
+    rejected: dict[tuple[str, int], ServiceError] = {}
+    if code:
+        code = ErrorCode.not_enough_replicas.value if code in _RETRY_ADD else \
+            TE.fenced_for(code, 0, 1)  # Produce has no PRODUCER_FENCED
+        rejected = {(t, p): ServiceError(ErrorCode(code), "the partition could not be added to "
+                                         "the transaction") for t, ps in partitions.items()
+                    for p in ps}
+    answer = _produce(ctx, req, rejected)
+    return await answer if asyncio.iscoroutine(answer) else answer
+
+
+def _produce(ctx: RequestContext, req: Any,
+             rejected: dict[tuple[str, int], ServiceError] | None) -> Any:
     acks = req.acks
     records = ctx.services.records
     results: list[tuple[str, list[tuple[int, Any]]]] = []
@@ -39,6 +90,8 @@ def handle_produce(ctx: RequestContext, req: Any):
             outcome: Any
             if acks not in (0, 1, -1):
                 outcome = ServiceError(ErrorCode.invalid_required_acks, "Invalid required acks")
+            elif rejected and (tdata.name, pdata.index) in rejected:
+                outcome = rejected[(tdata.name, pdata.index)]
             else:
                 try:
                     outcome = records.append(tdata.name, pdata.index, pdata.records, acks,

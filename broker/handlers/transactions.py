@@ -1,7 +1,12 @@
-"""The transaction APIs of transaction version 1: AddPartitionsToTxn (24) v0-3,
-AddOffsetsToTxn (25) v0-4, EndTxn (26) v0-4, TxnOffsetCommit (28) v0-4; DescribeTransactions
-(65) and ListTransactions (66) for tools. The KIP-890 versions
-(AddPartitionsToTxn v4+ verify-only, EndTxn v5+, TxnOffsetCommit v5) are not advertised."""
+"""The transaction APIs: AddPartitionsToTxn (24) v0-5, AddOffsetsToTxn (25) v0-4, EndTxn (26)
+v0-5, TxnOffsetCommit (28) v0-5; DescribeTransactions (65) and ListTransactions (66) for tools.
+
+Transaction version 2 (KIP-890 part 2) is chosen by the request's version when the broker's
+``transaction.version`` is 2: EndTxn v5+ bumps the epoch and returns it, TxnOffsetCommit v5+ adds
+the group's ``__consumer_offsets`` partition itself (no AddOffsetsToTxn), Produce v12+ adds data
+partitions (handlers/produce.py). AddPartitionsToTxn v4+ is the batched, broker-to-coordinator
+form (verify-only or an add of transaction version 2). Below level 2 ApiVersions advertises the
+older versions only (broker/api_versions.py)."""
 
 from __future__ import annotations
 
@@ -27,9 +32,19 @@ def transactions(ctx: RequestContext) -> Any:
     return ctx.services.groups.transaction_coordinator()
 
 
-@api(24, 0, 3)
+def client_tv(ctx: RequestContext, first_v2: int) -> int:
+    """The transaction version of this request: 2 from version ``first_v2`` on when the broker
+    finalizes transaction.version 2, else 1 (Kafka lets each client choose by its version)."""
+    if ctx.api_version >= first_v2 and ctx.config.get_int("transaction.version") >= 2:
+        return 2
+    return 1
+
+
+@api(24, 0, 5)
 async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any):
     v = ctx.api_version
+    if v >= 4:
+        return await _add_partitions_batched(ctx, req)
     wanted = {t.name: set(t.partitions) for t in req.v3_and_below_topics}
     missing = {(name, p) for name, parts in wanted.items() for p in parts
                if not ctx.services.records.has_partition(name, p)}
@@ -61,10 +76,54 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any):
         {"__consumer_offsets": {partition}}))
 
 
-@api(26, 0, 4)
+async def _add_partitions_batched(ctx: RequestContext, req: Any) -> Any:
+    """AddPartitionsToTxn v4+: several transactions; ``verify_only`` asks whether the partitions
+    are in the ongoing transaction (TRANSACTION_ABORTABLE when not), else adds them with
+    transaction version 2 (Kafka's handleVerifyPartitionsInTransaction /
+    handleAddPartitionsToTransaction)."""
+    coord = transactions(ctx)
+    result_cls = item_type(ctx.response_type, "results_by_transaction")
+    topic_cls = item_type(result_cls, "topic_results")
+    part_cls = item_type(topic_cls, "results_by_partition")
+    out = []
+    for txn in req.transactions:
+        wanted = {t.name: set(t.partitions) for t in txn.topics}
+        per: dict[tuple[str, int], int] = {}
+        if coord is None:
+            error = TE.COORDINATOR_NOT_AVAILABLE
+        elif txn.verify_only:
+            error = TE.NONE
+            per = coord.verify_partitions(txn.transactional_id, txn.producer_id,
+                                          txn.producer_epoch, wanted)
+        else:
+            error = await coord.add_partitions(txn.transactional_id, txn.producer_id,
+                                               txn.producer_epoch, wanted, tv=2)
+        out.append(make(result_cls, transactional_id=txn.transactional_id, topic_results=tuple(
+            make(topic_cls, name=t.name, results_by_partition=tuple(
+                make(part_cls, partition_index=p,
+                     partition_error_code=ErrorCode(per.get((t.name, p), error)))
+                for p in t.partitions))
+            for t in txn.topics)))
+    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode.none,
+                       results_by_transaction=tuple(out))
+
+
+@api(26, 0, 5)
 async def handle_end_txn(ctx: RequestContext, req: Any):
-    return await _answer(ctx, lambda coord: coord.end_txn(
-        req.transactional_id, req.producer_id, req.producer_epoch, req.committed))
+    """EndTxn; v5+ (transaction version 2) answers the producer id and bumped epoch to use for
+    the next transaction."""
+    coord = transactions(ctx)
+    if coord is None:
+        error, pid, epoch = TE.COORDINATOR_NOT_AVAILABLE, -1, -1
+    else:
+        error, pid, epoch = await coord.end_txn(
+            req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
+            client_tv(ctx, 5))
+    error = TE.fenced_for(error, ctx.api_version, 2)
+    if ctx.api_version >= 5:
+        return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error), producer_id=pid,
+                           producer_epoch=epoch)
+    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
 
 
 async def _answer(ctx: RequestContext, call: Callable[[Any], Awaitable[int]]) -> Any:
@@ -76,16 +135,28 @@ async def _answer(ctx: RequestContext, call: Callable[[Any], Awaitable[int]]) ->
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
 
 
-@api(28, 0, 4)
+@api(28, 0, 5)
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any):
     v = ctx.api_version
+    if client_tv(ctx, 5) >= 2:
+        # transaction version 2: the broker adds the group's offsets partition to the
+        # transaction (the client sends no AddOffsetsToTxn)
+        coord = transactions(ctx)
+        error = TE.COORDINATOR_NOT_AVAILABLE if coord is None else await coord.add_partitions(
+            req.transactional_id, req.producer_id, req.producer_epoch,
+            {"__consumer_offsets": {coordinator(ctx).partition_for(req.group_id)}}, tv=2)
+        if error != TE.NONE:
+            return _txn_offset_commit_response(ctx, req, iter(lambda: error, None))
     partitions = [CommitPartition(t.name, p.partition_index, p.committed_offset,
                                   getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
                   for t in req.topics for p in t.partitions]
     codes = await coordinator(ctx).txn_commit_offsets(
         req.group_id, req.producer_id, req.producer_epoch, getattr(req, "generation_id", -1),
         getattr(req, "member_id", ""), getattr(req, "group_instance_id", None), partitions)
-    answers = iter(TE.fenced_for(c, v, 3) for c in codes)
+    return _txn_offset_commit_response(ctx, req, iter(TE.fenced_for(c, v, 3) for c in codes))
+
+
+def _txn_offset_commit_response(ctx: RequestContext, req: Any, answers: Any) -> Any:
     topic_cls = item_type(ctx.response_type, "topics")
     part_cls = item_type(topic_cls, "partitions")
     return ctx.respond(throttle_time=ZERO, topics=tuple(

@@ -13,7 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.protocol.batch_validation import validate_produced_batch
+from kafkette.protocol.batch_validation import check_produced_batch
 from kafkette.protocol.records import (
     CorruptRecordError,
     build_batch,
@@ -84,7 +84,7 @@ class RecordService:
         if not records:
             raise ServiceError(ErrorCode.invalid_record, "Produce request has no record batch")
         try:
-            records, header = validate_produced_batch(records)
+            records, header, null_key = check_produced_batch(records)
         except CorruptRecordError as exc:
             raise service_error(exc) from None
         if header.attributes & 0x10 and verify_txn is not None and \
@@ -100,11 +100,11 @@ class RecordService:
                                f"The size of the current ISR Set(1) is insufficient to satisfy "
                                f"the min.isr requirement of {cfg.min_insync_replicas} for "
                                f"partition {topic}-{partition}")
+        if cfg.compact and null_key:
+            raise ServiceError(ErrorCode.invalid_record,
+                               "Compacted topic cannot accept message without key in topic "
+                               f"partition {topic}-{partition}.")
         try:
-            if cfg.compact and any(r.key is None for r in decode_records(records)):
-                raise ServiceError(ErrorCode.invalid_record,
-                                   "Compacted topic cannot accept message without key in topic "
-                                   f"partition {topic}-{partition}.")
             if cfg.compression >= 0 and header.compression != cfg.compression:
                 records, header = _recompress(records, header, cfg.compression)
             info, fut = plog.append_nowait(records, [header])
@@ -282,7 +282,7 @@ class FetchSession:
                     limit = max(min(p.partition_max_bytes, remaining), 0)
                     if read_committed:
                         slice_ = plog.read(p.fetch_offset, limit, min_one=min_one,
-                                           upto=plog.last_stable_offset)
+                                           upto=None if lso < 0 else lso)
                     else:
                         slice_ = plog.read(p.fetch_offset, limit, min_one=min_one)
                 except OffsetOutOfRangeError:
@@ -297,8 +297,8 @@ class FetchSession:
                 read = PartitionRead(p.partition, ErrorCode.none, plog.log_end_offset,
                                      plog.log_start_offset, slice_, lso)
                 if read_committed and slice_ is not None and plog.producers.aborted:
-                    read.aborted = plog.producers.aborted_in(p.fetch_offset,
-                                                             plog.last_stable_offset)
+                    read.aborted = plog.producers.aborted_in(
+                        p.fetch_offset, plog.log_end_offset if lso < 0 else lso)
                 reads.append(read)
             out.append(reads)
         return out, total, error

@@ -60,7 +60,8 @@ async def start_transaction_coordinator(logs: LogManager, config: Any, clock: An
                   markers=MarkerWriter(logs, group_coordinator),
                   id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
                   expiration_check_ms=config.get_int(
-                      "transaction.remove.expired.transaction.cleanup.interval.ms")),
+                      "transaction.remove.expired.transaction.cleanup.interval.ms"),
+                  settle_wait_ms=config.get_int("add.partitions.to.txn.retry.backoff.max.ms")),
         lambda p: PartitionOffsetsLog(logs.partition(TRANSACTION_TOPIC, p)),
         logs.allocate_producer_id,
         write_timeout_ms=config.get_int("offsets.commit.timeout.ms"))

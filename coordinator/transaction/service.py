@@ -65,12 +65,38 @@ class TransactionCoordinator:
             return on_error(error_code(exc))
         return response
 
+    async def _settled(self, tid: str) -> None:
+        """Wait, at most ``settle_wait_ms``, until the PrepareCommit/PrepareAbort of ``tid`` is
+        complete. A request arriving while the previous transaction's markers are being written
+        (a client sends its next AddPartitionsToTxn/AddOffsetsToTxn right after EndTxn) would
+        answer CONCURRENT_TRANSACTIONS and the client would retry after its backoff
+        (retry.backoff.ms, 100 ms for librdkafka's AddOffsetsToTxn and Java's InitProducerId);
+        Kafka 4.x retries such adds on the server instead (add.partitions.to.txn.retry.backoff
+        .max.ms). Here the request waits for the completion itself, then runs as a retry would."""
+        ctx = self.runtime.contexts.get(self.partition_for(tid))
+        shard = None if ctx is None else ctx.shard
+        fut = None if shard is None else shard.completion(tid)
+        if fut is None:
+            return
+        await asyncio.wait([fut], timeout=self.config.settle_wait_ms / 1000)
+
     # APIs ------------------------------------------------------------------------------------
     async def init_producer_id(self, tid: str, timeout_ms: int, expected_pid: int = -1,
                                expected_epoch: int = -1) -> tuple[int, int, int]:
         """(error, producer id, epoch)."""
         if not tid:
             return TE.INVALID_REQUEST, -1, -1
+        await self._settled(tid)
+        answer = await self._init_producer_id(tid, timeout_ms, expected_pid, expected_epoch)
+        if answer[0] == TE.CONCURRENT_TRANSACTIONS:
+            # this init began the abort of a previous instance's transaction: a retry after
+            # its completion bumps the epoch again and answers
+            await self._settled(tid)
+            answer = await self._init_producer_id(tid, timeout_ms, expected_pid, expected_epoch)
+        return answer
+
+    async def _init_producer_id(self, tid: str, timeout_ms: int, expected_pid: int,
+                                expected_epoch: int) -> tuple[int, int, int]:
         try:
             ctx = self.context_for(tid)
             known = await ctx.read(lambda s: s.transactions.get(tid))
@@ -85,13 +111,25 @@ class TransactionCoordinator:
             lambda code: (code, -1, -1))
 
     async def add_partitions(self, tid: str, pid: int, epoch: int,
-                             partitions: dict[str, set[int]]) -> int:
-        return await self._write(tid, lambda s: s.add_partitions(tid, pid, epoch, partitions),
+                             partitions: dict[str, set[int]], tv: int = 1) -> int:
+        await self._settled(tid)
+        return await self._write(tid, lambda s: s.add_partitions(tid, pid, epoch, partitions, tv),
                                  lambda code: code)
 
-    async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool) -> int:
-        return await self._write(tid, lambda s: s.end_txn(tid, pid, epoch, commit),
-                                 lambda code: code)
+    async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
+                      tv: int = 1) -> tuple[int, int, int]:
+        """(error, producer id, epoch to use next)."""
+        await self._settled(tid)
+        new_pid = -1
+        if tv >= 2:
+            try:
+                known = await self.context_for(tid).read(lambda s: s.transactions.get(tid))
+            except CoordinatorError as exc:
+                return exc.code, -1, -1
+            if known is not None and known.producer_epoch >= MAX_EPOCH:
+                new_pid = await self._allocate()
+        return await self._write(tid, lambda s: s.end_txn(tid, pid, epoch, commit, tv, new_pid),
+                                 lambda code: (code, -1, -1))
 
     async def describe(self, tid: str) -> tuple[int, TxnMetadata | None]:
         try:
@@ -116,6 +154,19 @@ class TransactionCoordinator:
                 return NOT_COORDINATOR
             return ctx.shard.verify_partition(tid, pid, epoch, topic, partition)
         return verify
+
+    def verify_partitions(self, tid: str, pid: int, epoch: int,
+                          partitions: dict[str, set[int]]) -> dict[tuple[str, int], int]:
+        """AddPartitionsToTxn v4+ with verify_only: an error for every partition (Kafka's
+        handleVerifyPartitionsInTransaction)."""
+        ctx = self.runtime.contexts.get(self.partition_for(tid)) if tid else None
+        if not tid:
+            code = TE.INVALID_REQUEST
+        elif ctx is None or ctx.shard is None:
+            code = NOT_COORDINATOR
+        else:
+            return ctx.shard.verify_partitions(tid, pid, epoch, partitions)
+        return {(t, p): code for t, ps in partitions.items() for p in ps}
 
     def find_coordinator(self, tid: str) -> int:
         """The error of FindCoordinator(key type 1) for ``tid`` (NONE: this node)."""

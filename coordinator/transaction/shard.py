@@ -1,6 +1,10 @@
 """The transaction state machine of one ``__transaction_state`` partition (Kafka's
-TransactionCoordinator + TransactionStateManager, transaction version 1: client-driven
-AddPartitionsToTxn, the epoch kept across transactions).
+TransactionCoordinator + TransactionStateManager). Transaction version 1: client-driven
+AddPartitionsToTxn, the epoch kept across transactions. Transaction version 2 (KIP-890, chosen
+per transaction by the version of the client's request: EndTxn v5+, Produce v12+, TxnOffsetCommit
+v5+): every EndTxn bumps the epoch (the markers carry the bumped one, the response returns it;
+an exhausted epoch moves to a new producer id once the markers are written), and the broker adds
+partitions implicitly.
 
 Every transition is one TransactionLog record; the runtime replays it into ``transactions``
 before appending, and answers once it is durable. After a PrepareCommit/PrepareAbort is durable
@@ -57,11 +61,14 @@ class TxnMetadata:
     last_update_ms: int = -1
     previous_producer_id: int = -1
     last_producer_epoch: int = -1  # memory only, as in Kafka: lets a retried init through
+    next_producer_id: int = -1  # TV2: the producer id after an exhausted epoch
+    tv: int = 0  # the client's transaction version (2: epoch bump per transaction)
 
     def value(self) -> TransactionLogValue:
         return TransactionLogValue(self.producer_id, self.producer_epoch, self.timeout_ms,
                                    self.state, self.partitions, self.last_update_ms,
-                                   self.start_ms, self.previous_producer_id)
+                                   self.start_ms, self.previous_producer_id,
+                                   self.next_producer_id, self.tv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,10 @@ class TxnConfig:
     markers: MarkerWriter | None = None
     id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
     expiration_check_ms: int = 3_600_000  # transaction.remove.expired.transaction.cleanup...
+    # How long a request that would answer CONCURRENT_TRANSACTIONS because the previous
+    # transaction's markers are being written waits for them first (Kafka 4.x's server-side
+    # retry, add.partitions.to.txn.retry.backoff.max.ms)
+    settle_wait_ms: int = 100
 
 
 class TransactionShard:
@@ -79,6 +90,8 @@ class TransactionShard:
         self.config = config
         self.transactions: dict[str, TxnMetadata] = {}
         self._marker_tasks: set[asyncio.Task] = set()
+        # transactional id -> resolved when its PrepareCommit/PrepareAbort is completed
+        self._completions: dict[str, asyncio.Future] = {}
         self._alive = True
 
     # Lifecycle / replay ----------------------------------------------------------------------
@@ -97,6 +110,24 @@ class TransactionShard:
             self.context.cancel(("txn-timeout", md.transactional_id))
         for task in self._marker_tasks:
             task.cancel()
+        self._settle_all()
+
+    def _settle_all(self) -> None:
+        completions, self._completions = self._completions, {}
+        for fut in completions.values():
+            if not fut.done():
+                fut.set_result(None)
+
+    def completion(self, tid: str) -> asyncio.Future | None:
+        """A future resolved once the PrepareCommit/PrepareAbort of ``tid`` is completed (its
+        Complete* record applied), or None when ``tid`` is not between the two."""
+        md = self.transactions.get(tid)
+        if md is None or md.state not in (PREPARE_COMMIT, PREPARE_ABORT):
+            return None
+        fut = self._completions.get(tid)
+        if fut is None or fut.done():
+            fut = self._completions[tid] = self.context.new_future()
+        return fut
 
     def replay_all(self, records: Iterable[Any]) -> int:
         count = 0
@@ -106,6 +137,8 @@ class TransactionShard:
                 tid = decode_key(key)
                 if value is None:
                     self.transactions.pop(tid, None)
+                    if self._completions:
+                        self._settle(tid)
                     continue
                 v = decode_value(value)
                 if not 0 <= v.state < len(STATE_NAMES):
@@ -117,12 +150,21 @@ class TransactionShard:
             old = self.transactions.get(tid)
             md = TxnMetadata(tid, v.producer_id, v.producer_epoch, v.timeout_ms, v.state,
                              {t: set(p) for t, p in v.partitions.items()}, v.start_ms,
-                             v.last_update_ms, v.previous_producer_id)
+                             v.last_update_ms, v.previous_producer_id,
+                             next_producer_id=v.next_producer_id,
+                             tv=v.client_transaction_version)
             if old is not None and old.producer_id == md.producer_id:
                 md.last_producer_epoch = (old.producer_epoch if old.producer_epoch != md.producer_epoch
                                           else old.last_producer_epoch)
             self.transactions[tid] = md
+            if self._completions and md.state not in (PREPARE_COMMIT, PREPARE_ABORT):
+                self._settle(tid)
         return count
+
+    def _settle(self, tid: str) -> None:
+        fut = self._completions.pop(tid, None)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
 
     def _write(self, md: TxnMetadata, response: Any,
                on_durable: Callable[[], None] | None = None) -> Result:
@@ -168,7 +210,8 @@ class TransactionShard:
 
     def _bump_to_empty(self, md: TxnMetadata, timeout_ms: int, new_pid: int) -> Result:
         nxt = TxnMetadata(md.transactional_id, md.producer_id, md.producer_epoch + 1,
-                          timeout_ms, EMPTY, previous_producer_id=md.previous_producer_id)
+                          timeout_ms, EMPTY, previous_producer_id=md.previous_producer_id,
+                          tv=md.tv)
         if md.producer_epoch >= MAX_EPOCH or md.producer_epoch < -1:
             nxt.previous_producer_id, nxt.producer_id, nxt.producer_epoch = md.producer_id, new_pid, 0
         return self._write(nxt, (E.NONE, nxt.producer_id, nxt.producer_epoch))
@@ -186,8 +229,9 @@ class TransactionShard:
         return E.NONE
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
-                       partitions: dict[str, set[int]]) -> Result:
-        """Response: one error for every partition."""
+                       partitions: dict[str, set[int]], tv: int = 1) -> Result:
+        """Response: one error for every partition. ``tv`` 2: an implicit add of the broker
+        (Produce v12+, TxnOffsetCommit v5+) in a transaction of transaction version 2."""
         md = self.transactions.get(tid)
         error = self._check_producer(md, pid, epoch)
         if error != E.NONE:
@@ -201,38 +245,79 @@ class TransactionShard:
             merged.setdefault(topic, set()).update(parts)
         nxt = TxnMetadata(tid, pid, epoch, md.timeout_ms, ONGOING, merged,
                           md.start_ms if md.state == ONGOING else self.context.now_ms(),
-                          previous_producer_id=md.previous_producer_id)
+                          previous_producer_id=md.previous_producer_id, tv=tv)
         result = self._write(nxt, E.NONE)
         if md.state != ONGOING:
             self._schedule_timeout(nxt)
         return result
 
     # EndTxn ----------------------------------------------------------------------------------
-    def end_txn(self, tid: str, pid: int, epoch: int, commit: bool) -> Result:
+    def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, tv: int = 1,
+                new_pid: int = -1) -> Result:
+        """Response: (error, producer id, epoch); the id and epoch are the ones to use next
+        (EndTxn v5+ returns them). ``tv`` 2: the epoch is bumped (KIP-890); ``new_pid``:
+        allocated beforehand for an exhausted epoch."""
         md = self.transactions.get(tid)
-        if md is None or md.producer_id != pid:
-            return Result((), E.INVALID_PRODUCER_ID_MAPPING)
-        if md.producer_epoch != epoch:
-            return Result((), E.PRODUCER_FENCED)
+        if md is None:
+            return Result((), (E.INVALID_PRODUCER_ID_MAPPING, -1, -1))
         state = md.state
+        if md.tv >= 2:
+            # Kafka's endTransaction for transaction version 2: the same epoch is the next
+            # transaction's; a retry carries the epoch before the bump.
+            bumped = md.producer_epoch == epoch + 1
+            overflowed = (md.previous_producer_id == pid and epoch == MAX_EPOCH
+                          and md.producer_epoch == 0)
+            if state in (PREPARE_COMMIT, PREPARE_ABORT):
+                valid = bumped
+            elif state in (COMPLETE_COMMIT, COMPLETE_ABORT):
+                valid = bumped or overflowed
+            else:
+                valid = epoch == md.producer_epoch
+            if md.producer_id != pid and not overflowed:
+                return Result((), (E.INVALID_PRODUCER_ID_MAPPING, -1, -1))
+        else:
+            if md.producer_id != pid:
+                return Result((), (E.INVALID_PRODUCER_ID_MAPPING, -1, -1))
+            valid = md.producer_epoch == epoch
+        if not valid:
+            return Result((), (E.PRODUCER_FENCED, -1, -1))
         if state == ONGOING:
-            return self._prepare_end(md, commit, bump=False, response=E.NONE)
+            if tv >= 2 and md.producer_epoch >= MAX_EPOCH and new_pid < 0:
+                return Result((), (E.CONCURRENT_TRANSACTIONS, -1, -1))  # allocate first
+            return self._prepare_end(md, commit, bump=False, response=None, tv=tv,
+                                     new_pid=new_pid)
+        error = E.INVALID_TXN_STATE
         if state == COMPLETE_COMMIT:
-            return Result((), E.NONE if commit else E.INVALID_TXN_STATE)
-        if state == COMPLETE_ABORT:
-            return Result((), E.NONE if not commit else E.INVALID_TXN_STATE)
-        if state == PREPARE_COMMIT:
-            return Result((), E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE)
-        if state == PREPARE_ABORT:
-            return Result((), E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE)
-        return Result((), E.INVALID_TXN_STATE)
+            error = E.NONE if commit else E.INVALID_TXN_STATE
+        elif state == COMPLETE_ABORT:
+            error = E.NONE if not commit else E.INVALID_TXN_STATE
+        elif state == PREPARE_COMMIT:
+            error = E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
+        elif state == PREPARE_ABORT:
+            error = E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
+        if error == E.NONE:
+            return Result((), (E.NONE, md.producer_id, md.producer_epoch))
+        return Result((), (error, -1, -1))
 
-    def _prepare_end(self, md: TxnMetadata, commit: bool, bump: bool, response: Any) -> Result:
-        epoch = md.producer_epoch + 1 if bump and md.producer_epoch < MAX_EPOCH else md.producer_epoch
+    def _prepare_end(self, md: TxnMetadata, commit: bool, bump: bool, response: Any,
+                     tv: int | None = None, new_pid: int = -1) -> Result:
+        """PrepareCommit/PrepareAbort. ``bump``: fence the producer (a new instance's init, a
+        timeout). ``response`` None: the EndTxn answer, (NONE, producer id, epoch to use)."""
+        tv = md.tv if tv is None else tv
+        if bump:
+            epoch = md.producer_epoch + 1 if md.producer_epoch < MAX_EPOCH else md.producer_epoch
+            if tv >= 2:  # Kafka: the fence bumps, then the abort of version 2 bumps again
+                epoch = min(epoch + 1, MAX_EPOCH + 1)
+        else:  # transaction version 2 bumps on every EndTxn (at most to Short.MaxValue)
+            epoch = md.producer_epoch + 1 if tv >= 2 else md.producer_epoch
         nxt = TxnMetadata(md.transactional_id, md.producer_id, epoch, md.timeout_ms,
                           PREPARE_COMMIT if commit else PREPARE_ABORT,
                           {t: set(p) for t, p in md.partitions.items()}, md.start_ms,
-                          previous_producer_id=md.previous_producer_id)
+                          previous_producer_id=md.previous_producer_id,
+                          next_producer_id=new_pid if tv >= 2 else -1, tv=tv)
+        if response is None:
+            response = (E.NONE, md.producer_id, epoch) if new_pid < 0 or tv < 2 else \
+                (E.NONE, new_pid, 0)
         self.context.cancel(("txn-timeout", md.transactional_id))
         tid = md.transactional_id
         return self._write(nxt, response, on_durable=lambda: self._send_markers(tid))
@@ -290,7 +375,12 @@ class TransactionShard:
             return Result((), None)
         nxt = TxnMetadata(tid, pid, epoch, md.timeout_ms,
                           COMPLETE_COMMIT if md.state == PREPARE_COMMIT else COMPLETE_ABORT,
-                          {}, md.start_ms, previous_producer_id=md.previous_producer_id)
+                          {}, md.start_ms, previous_producer_id=md.previous_producer_id, tv=md.tv)
+        if md.tv >= 2 and md.next_producer_id >= 0:
+            # the epoch ran out: the next transaction uses the new producer id (Kafka's
+            # prepareComplete)
+            nxt.previous_producer_id, nxt.producer_id, nxt.producer_epoch = \
+                pid, md.next_producer_id, 0
         return self._write(nxt, None)
 
     # Timeouts --------------------------------------------------------------------------------
@@ -307,7 +397,7 @@ class TransactionShard:
             return Result((), None)
         log.info("aborting transaction of transactional id %r (producer %d epoch %d): open for "
                  "more than %d ms", tid, pid, epoch, md.timeout_ms)
-        return self._prepare_end(md, commit=False, bump=True, response=None)
+        return self._prepare_end(md, commit=False, bump=True, response=(E.NONE, -1, -1))
 
     # transactional.id.expiration.ms --------------------------------------------------------
     def _schedule_expiration(self) -> None:
@@ -340,6 +430,20 @@ class TransactionShard:
         if md.state != ONGOING or partition not in md.partitions.get(topic, ()):
             return E.INVALID_TXN_STATE
         return E.NONE
+
+    def verify_partitions(self, tid: str, pid: int, epoch: int,
+                          partitions: dict[str, set[int]]) -> dict[tuple[str, int], int]:
+        md = self.transactions.get(tid)
+        code = E.NONE
+        if md is None or md.producer_id != pid:
+            code = E.INVALID_PRODUCER_ID_MAPPING
+        elif md.producer_epoch != epoch:
+            code = E.PRODUCER_FENCED
+        elif md.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            code = E.CONCURRENT_TRANSACTIONS
+        return {(t, p): code if code != E.NONE else
+                E.NONE if p in md.partitions.get(t, ()) else E.TRANSACTION_ABORTABLE  # type: ignore[union-attr]
+                for t, ps in partitions.items() for p in ps}
 
     def describe(self, tid: str) -> TxnMetadata | None:
         return self.transactions.get(tid)

@@ -419,3 +419,24 @@ def test_topic_compression_type_recompresses(broker) -> None:
         assert header.compression == 4
         assert [(r.offset, r.key, r.value, r.timestamp) for r in decode_records(view)] == [
             (0, b"a", b"1" * 500, 77), (1, None, b"2", 77)]
+
+
+def test_compacted_topic_refuses_records_without_key(broker) -> None:
+    """LogValidator.validateKey: every record of a batch to a compacted topic needs a key (an
+    empty one is a key), compressed or not, wherever it is in the batch."""
+    keyed = [(b"k%d" % (i % 3), b"v" * 50) for i in range(200)]
+    with WireClient(broker.bootstrap) as w:
+        create_topic(w, "cmp", 1, {"cleanup.policy": "compact"})
+        for codec in (0, 1, 4):
+            for at in (0, 150, 199):
+                records = list(keyed)
+                records[at] = (None, b"v" * 50)
+                part = produce(w, "cmp", 0, build_batch(records, compression=codec))
+                assert part.error_code == ErrorCode.invalid_record, (codec, at)
+                assert part.error_message == ("Compacted topic cannot accept message without "
+                                              "key in topic partition cmp-0.")
+            assert produce(w, "cmp", 0, build_batch(keyed, compression=codec)).error_code == \
+                ErrorCode.none
+        assert produce(w, "cmp", 0, build_batch([(b"", b"empty key")])).error_code == ErrorCode.none
+        part = fetch(w, "cmp", 0, 0, partition_max=1 << 22, max_bytes=1 << 22).responses[0]
+        assert part.partitions[0].high_watermark == 601

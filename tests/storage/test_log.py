@@ -261,3 +261,25 @@ async def test_failed_write_drops_the_queued_writes_behind_it(tmp_path: Path, mo
     recs = await _read_all(mgr.partition("w", 0))
     assert [r.key for r in recs] == [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5", b"k200"]
     await mgr.stop()
+
+
+def test_aborted_transactions_of_a_fetch_range() -> None:
+    """aborted_in (Kafka's collectAbortedTxns): every aborted transaction with its marker at or
+    after the fetch offset and its first offset below the end, whatever the overlap."""
+    import random
+
+    from kafkette.storage.producer_state import AbortedTxn, ProducerStateTable
+
+    rnd = random.Random(7)
+    table = ProducerStateTable()
+    marker = 0
+    for pid in range(300):
+        marker += rnd.randrange(1, 50)
+        table.aborted.append(AbortedTxn(pid, max(marker - rnd.randrange(1, 400), 0), marker))
+    for _ in range(2000):
+        start = rnd.randrange(marker + 20)
+        end = start + rnd.randrange(500)
+        want = [a for a in table.aborted if a.last_offset >= start and a.first_offset < end]
+        assert table.aborted_in(start, end) == want
+    assert table.aborted_in(marker + 1, marker + 100) == []
+    assert ProducerStateTable().aborted_in(0, 10) == []

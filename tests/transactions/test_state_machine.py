@@ -95,18 +95,18 @@ def test_commit_abort_fence_and_reload(env) -> None:
     assert run(coord.add_partitions("app", pid, epoch, {"t": {0, 1}})) == TE.NONE
     assert run(coord.add_partitions("app", pid + 1, epoch, {"t": {0}})) == \
         TE.INVALID_PRODUCER_ID_MAPPING
-    assert run(coord.end_txn("app", pid, epoch, True)) == TE.NONE
+    assert run(coord.end_txn("app", pid, epoch, True))[0] == TE.NONE
     _settle(loop)
     assert markers == [(pid, 0, True, {"t": {0, 1}})]
     assert run(coord.describe("app"))[1].state == COMPLETE_COMMIT
-    assert run(coord.end_txn("app", pid, epoch, True)) == TE.NONE  # a retried commit
-    assert run(coord.end_txn("app", pid, epoch, False)) == TE.INVALID_TXN_STATE
+    assert run(coord.end_txn("app", pid, epoch, True))[0] == TE.NONE  # a retried commit
+    assert run(coord.end_txn("app", pid, epoch, False))[0] == TE.INVALID_TXN_STATE
     # an instance leaves a transaction open; the next one fences it
     assert run(coord.add_partitions("app", pid, epoch, {"t": {1}})) == TE.NONE
-    assert run(coord.init_producer_id("app", 30_000))[0] == TE.CONCURRENT_TRANSACTIONS
-    _settle(loop)
-    assert markers[-1] == (pid, 1, False, {"t": {1}})  # aborted with the bumped epoch
+    # the init aborts it with a bumped epoch, waits for the abort's completion (where a client
+    # would get CONCURRENT_TRANSACTIONS and retry) and bumps again
     assert run(coord.init_producer_id("app", 30_000)) == (TE.NONE, pid, 2)
+    assert markers[-1] == (pid, 1, False, {"t": {1}})  # aborted with the bumped epoch
     assert run(coord.add_partitions("app", pid, 0, {"t": {0}})) == TE.PRODUCER_FENCED
     assert run(coord.add_partitions("app", pid, 2, {"t": {0}})) == TE.NONE
     run(coord.stop())
@@ -123,7 +123,7 @@ def test_commit_abort_fence_and_reload(env) -> None:
     _settle(loop)
     assert markers[-1] == (pid, 3, False, {"t": {0}})
     assert run(coord.describe("app"))[1].state == COMPLETE_ABORT
-    assert run(coord.end_txn("app", pid, 2, True)) == TE.PRODUCER_FENCED
+    assert run(coord.end_txn("app", pid, 2, True))[0] == TE.PRODUCER_FENCED
     # transactional.id.expiration.ms: an id without a transaction is forgotten after a week
     # of disuse (checked hourly); a tombstone makes it so after a restart too
 
@@ -138,4 +138,93 @@ def test_commit_abort_fence_and_reload(env) -> None:
     coord = new_coordinator()
     run(coord.start())
     assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
+    run(coord.stop())
+
+
+def test_requests_wait_for_the_previous_transactions_markers() -> None:
+    """A request arriving while the previous transaction's markers are written waits for its
+    completion, at most settle_wait_ms (Kafka 4.x retries such adds on the server), and
+    answers CONCURRENT_TRANSACTIONS only when the markers take longer than that."""
+    loop = asyncio.new_event_loop()
+    release = asyncio.Event()
+
+    async def slow_markers(pid: int, epoch: int, commit: bool, parts: dict) -> None:
+        await release.wait()
+
+    async def allocate() -> int:
+        return 7
+
+    coord = TransactionCoordinator(1, 1, ManualClock(),
+                                   TxnConfig(60_000, slow_markers, settle_wait_ms=50),
+                                   lambda p: MemoryLog(), allocate)
+
+    async def scenario() -> None:
+        await coord.start()
+        _, pid, epoch = await coord.init_producer_id("app", 30_000)
+        assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == TE.NONE
+        assert (await coord.end_txn("app", pid, epoch, True))[0] == TE.NONE
+        # markers still being written, longer than the wait: the client is told to retry
+        t0 = loop.time()
+        assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == \
+            TE.CONCURRENT_TRANSACTIONS
+        assert loop.time() - t0 >= 0.045
+        # the markers complete while a request waits: it is answered as a retry would be
+        waiting = asyncio.ensure_future(coord.add_partitions("app", pid, epoch, {"t": {1}}))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        release.set()
+        assert await asyncio.wait_for(waiting, 1) == TE.NONE
+        md = (await coord.describe("app"))[1]
+        assert (md.state, md.partitions) == (ONGOING, {"t": {1}})
+        await coord.stop()
+
+    try:
+        loop.run_until_complete(scenario())
+    finally:
+        loop.close()
+
+
+def test_transaction_version_2_epoch_bump_overflow_and_reload(env) -> None:
+    """EndTxn of transaction version 2 bumps the epoch (markers carry the bumped one); at an
+    exhausted epoch the transaction ends on a new producer id at epoch 0 (Kafka's
+    prepareComplete); __transaction_state keeps the version across a restart."""
+    from kafkette.coordinator.transaction.shard import MAX_EPOCH
+
+    loop, _clock, new_coordinator, markers = env
+    run = loop.run_until_complete
+    coord = new_coordinator()
+    run(coord.start())
+    _, pid, epoch = run(coord.init_producer_id("v2", 30_000))
+    assert run(coord.add_partitions("v2", pid, epoch, {"t": {0}}, tv=2)) == TE.NONE
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)
+    _settle(loop)
+    assert markers[-1] == (pid, epoch + 1, True, {"t": {0}})
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)  # retry
+    assert run(coord.end_txn("v2", pid, epoch, False, tv=2))[0] == TE.INVALID_TXN_STATE
+    assert run(coord.end_txn("v2", pid, epoch - 1, True, tv=2))[0] == TE.PRODUCER_FENCED
+    run(coord.stop())
+    coord = new_coordinator()  # the version survives a restart (TransactionLogValue v1)
+    run(coord.start())
+    md = run(coord.describe("v2"))[1]
+    assert (md.state, md.producer_epoch, md.tv) == (COMPLETE_COMMIT, epoch + 1, 2)
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)
+    # a new instance fences an open transaction of version 2: the fence and the abort each
+    # bump (Kafka's prepareFenceProducerEpoch + prepareAbortOrCommit), the init once more
+    assert run(coord.add_partitions("v2", pid, epoch + 1, {"t": {2}}, tv=2)) == TE.NONE
+    assert run(coord.init_producer_id("v2", 30_000)) == (TE.NONE, pid, epoch + 4)
+    assert markers[-1] == (pid, epoch + 3, False, {"t": {2}})
+    assert run(coord.end_txn("v2", pid, epoch + 1, False, tv=2))[0] == TE.PRODUCER_FENCED
+    md = run(coord.describe("v2"))[1]
+    # the epoch runs out: the next producer id, epoch 0, once the markers are written
+    md.producer_epoch = MAX_EPOCH
+    assert run(coord.add_partitions("v2", pid, MAX_EPOCH, {"t": {1}}, tv=2)) == TE.NONE
+    error, new_pid, new_epoch = run(coord.end_txn("v2", pid, MAX_EPOCH, False, tv=2))
+    assert (error, new_epoch) == (TE.NONE, 0) and new_pid != pid
+    _settle(loop)
+    assert markers[-1] == (pid, MAX_EPOCH + 1, False, {"t": {1}})
+    md = run(coord.describe("v2"))[1]
+    assert (md.state, md.producer_id, md.producer_epoch, md.previous_producer_id) == \
+        (COMPLETE_ABORT, new_pid, 0, pid)
+    assert run(coord.end_txn("v2", pid, MAX_EPOCH, False, tv=2)) == (TE.NONE, new_pid, 0)
+    assert run(coord.add_partitions("v2", new_pid, 0, {"t": {0}}, tv=2)) == TE.NONE
     run(coord.stop())
