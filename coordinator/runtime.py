@@ -109,8 +109,13 @@ class PartitionContext:
     """One ``__consumer_offsets`` partition: its shard, state, batching and timers.
 
     Batching (adaptive linger): with no append in flight a batch is flushed at the end of the
-    current loop turn, so requests that arrived together share it; while an append is in flight
-    records accumulate, for at most ``linger_ms``, and go out as one batch as soon as it is done.
+    current loop turn, so requests that arrived together share it (a connection pipelines its
+    OffsetCommits, so all of them); while an append is in flight records accumulate, for at most
+    ``linger_ms``, and go out as one batch as soon as it is done. An append the log reports
+    durable at once (a page-cache write the flush policy allows) completes its waiters in the
+    flush itself, in log order behind any append not answered yet. With a flush policy that
+    fsyncs, each append is one fsync in the log's writer thread for the whole batch (group
+    commit), never on the loop.
     """
 
     def __init__(self, partition: int, log_: CoordinatorLog, clock: Clock,
@@ -284,8 +289,10 @@ class PartitionContext:
             batch.durable = True
             self._complete_durable()
             return
+        log_ = self.log
+        inline = getattr(log_, "append_inline", None)  # see CoordinatorLog.append
         try:
-            append = self.log.append(batch.records)
+            append = log_.append(batch.records) if inline is None else inline(batch.records)
         except Exception as exc:  # noqa: BLE001 - handed to every waiter
             self._fail(batch, exc)
             return

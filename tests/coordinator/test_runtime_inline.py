@@ -1,5 +1,5 @@
 """The runtime's durable-commit fast paths, over an in-memory log (no I/O): an append the log
-reports durable at once (``append`` returning None) completes its waiters in the flush itself,
+reports durable at once (``append_inline`` returning None) completes its waiters in the flush itself,
 still in log order behind appends not answered yet; OffsetCommit's ``build`` makes the runtime's
 own future carry the response, also on failure."""
 
@@ -41,7 +41,7 @@ class _SplitLog(MemoryLog):
         super().__init__()
         self.first: asyncio.Future | None = None
 
-    def append(self, records: Sequence[RawRecord]) -> asyncio.Future | None:
+    def append_inline(self, records: Sequence[RawRecord]) -> asyncio.Future | None:
         self.records.extend(records)
         self.batches += 1
         if self.first is None:

@@ -31,9 +31,7 @@ class HeldLog:
         await self.gate.wait()
         if self.fail_with is not None:
             raise self.fail_with
-        written = self.inner.append(records)
-        if written is not None:  # None: durable already (an inline write)
-            await written
+        await self.inner.append(records)
 
     def read(self) -> Any:
         return self.inner.read()
