@@ -201,7 +201,8 @@ class PartitionContext:
         exception (TimeoutError after ``offsets.commit.timeout.ms``), or ``on_error(exception)``
         when given (Kafka's ``exceptionally``). CoordinatorError raised
         by the op (or by an inactive context) propagates before anything is written."""
-        self.check()
+        if self.state is not State.ACTIVE:
+            self.check()
         try:
             result = op(self.shard)
         except CoordinatorError:

@@ -25,10 +25,18 @@ Layout = tuple[tuple[str, tuple[int, ...]], ...]
 def handle_offset_commit(ctx: RequestContext, req):
     """Answers now, or with a future once the offsets are durable."""
     v = ctx.api_version
-    layout = tuple((t.name, tuple(p.partition_index for p in t.partitions)) for t in req.topics)
-    partitions = [CommitPartition(t.name, p.partition_index, p.committed_offset,
-                                  getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-                  for t in req.topics for p in t.partitions]
+    layout_items = []
+    partitions = []
+    for t in req.topics:  # loops, not generators: the hot path of every commit
+        name = t.name
+        indexes = []
+        for p in t.partitions:
+            indexes.append(p.partition_index)
+            partitions.append(CommitPartition(name, p.partition_index, p.committed_offset,
+                                              getattr(p, "committed_leader_epoch", -1),
+                                              p.committed_metadata))
+        layout_items.append((name, tuple(indexes)))
+    layout = tuple(layout_items)
     # The response is built when the op runs; a durable write returns the runtime's future
     # of it, which the connection pipelines (broker/connection.py).
     return coordinator(ctx).commit_offsets(
