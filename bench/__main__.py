@@ -1,8 +1,23 @@
-"""``python -m bench all [--peer tansu] [--peer noida] [--runs N] [--only a,b]``.
+"""``python -m bench all [--peer tansu] [--peer noida] [--baseline REF] [--runs N] [--only a,b]
+[--scaling] [--scaling-groups 10,1000,10000] [--scaling-members 10,100,500]
+[--scaling-replay 100k,1M,5M]``.
 
 Runs every figure of bench/figures against kafkette and the named peers (installed into the
 bench-only venv ``.kafkette-bench/venv`` on first use), interleaving targets run by run, prints
 each figure as it finishes and writes the table to bench/RESULTS.md.
+
+- ``--baseline REF`` (repeatable) adds the target ``kafkette@REF``: kafkette as of that git ref,
+  from a detached worktree under ``.kafkette-bench/trees/`` (created once, reused), started with
+  the same command and interpreter; it gets ratio columns like a peer (e.g. ``--baseline
+  c95cc66``, the "main" of the performance issue).
+- Load figures report the broker's CPU µs per request beside throughput, and the group figures
+  its CPU ms over the measured interval, for every target (the PID is the broker's own).
+- Figures with a machine baseline (start-up: ``import asyncio, uvloop``; flush1: the disk's
+  fdatasync rate) print kafkette/baseline, run by run.
+- The scaling table (RSS and heartbeat CPU at 10/1,000/10,000 groups, rebalance time and broker
+  CPU at 10/100/500 members, replay at 100k/1M/5M offsets) is slow and opt-in: ``--scaling``
+  adds it to the default figures, ``--only scaling`` runs only it (or name single ones,
+  ``--only scale-rebalance``); ``--scaling-*`` set its sizes (``''`` drops a part).
 """
 
 from __future__ import annotations
@@ -21,6 +36,7 @@ from bench.figures import all_figures
 from bench.figures.runner import (
     FigureResult,
     Stat,
+    baseline_ratio,
     cell,
     log,
     print_result,
@@ -34,6 +50,7 @@ from bench.peers import (
     TARGETS,
     PeerUnavailable,
     Target,
+    baseline_target,
     ensure_peers,
 )
 from bench.stats import machine
@@ -50,7 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also measure this broker (repeatable)")
     parser.add_argument("--runs", type=int, default=5, help="measured runs per figure (default 5)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs first (default 1)")
-    parser.add_argument("--only", default="", help="comma-separated figure names")
+    parser.add_argument("--baseline", action="append", default=[], metavar="REF",
+                        help="also measure kafkette at git REF (target kafkette@REF; repeatable)")
+    parser.add_argument("--only", default="",
+                        help="comma-separated figure names; 'scaling' = every scaling figure")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also run the (slow) scaling figures")
+    parser.add_argument("--scaling-groups", default="10,1000,10000", metavar="N,N,...",
+                        help="group counts of the scaling table (default 10,1000,10000)")
+    parser.add_argument("--scaling-members", default="10,100,500", metavar="N,N,...",
+                        help="group sizes of the scaling rebalance (default 10,100,500)")
+    parser.add_argument("--scaling-replay", default="100k,1M,5M", metavar="N,N,...",
+                        help="offset counts of the scaling replay (default 100k,1M,5M; "
+                             "multiples of 1000)")
     parser.add_argument("--out", default=str(RESULTS), help="markdown file to write ('' = none)")
     parser.add_argument("--kafkette-override", action="append", default=[], metavar="KEY=VALUE",
                         help="extra kafkette config (default: kafkette's own defaults)")
@@ -73,18 +102,28 @@ def main(argv: list[str] | None = None) -> int:
     # Client libraries log every rebalance step; the figures report what matters.
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    figures = all_figures()
+    from bench.figures.scaling import parse_counts
+
+    sizes = {key: parse_counts(text) if text else ()
+             for key, text in (("groups", args.scaling_groups), ("members", args.scaling_members),
+                               ("replay", args.scaling_replay))}
+    figures = all_figures(sizes)
     if args.command == "list":
         for fig in figures:
-            print(f"{fig.name:12s} {fig.title}")
+            print(f"{fig.name:18s} {fig.title}{'  [scaling, opt-in]' if fig.scaling else ''}")
         return 0
     if args.only:
         wanted = set(args.only.split(","))
+        if "scaling" in wanted:
+            wanted |= {f.name for f in figures if f.scaling}
+            wanted.discard("scaling")
         unknown = wanted - {f.name for f in figures}
         if unknown:
             print(f"unknown figure(s): {', '.join(sorted(unknown))}", file=sys.stderr)
             return 2
         figures = [f for f in figures if f.name in wanted]
+    elif not args.scaling:
+        figures = [f for f in figures if not f.scaling]
     os.environ[OVERRIDES_ENV] = "\n".join(args.kafkette_override)
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
@@ -92,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         args.out = ""
     peers = list(dict.fromkeys(args.peer))
     targets: list[Target] = [TARGETS["kafkette"]]
+    for ref in dict.fromkeys(args.baseline):
+        target = baseline_target(ref)
+        TARGETS[target.name] = target
+        targets.append(target)
     unavailable: dict[str, str] = {}
     try:
         ensure_peers(peers)
@@ -150,7 +193,10 @@ def write_markdown(path: Path, results: list[FigureResult], names: list[str], co
         f"- Runs: median of {args.runs} measured runs after {args.warmup} warm-up; "
         f"cells are `median (min–max)`. Whole run: {total:.0f} s.",
         "- Ratios are kafkette/peer computed pair by pair (targets interleaved run by run, "
-        "A B C A B C …) and summarised the same way; `ahead` means kafkette is better on that row.",
+        "A B C A B C …) and summarised the same way; `ahead` means kafkette is better on that row. "
+        "A `kafkette@REF` target is kafkette as of git REF (`--baseline REF`), compared like a "
+        "peer. Where a figure has a machine baseline, its column also gives kafkette/baseline, "
+        "run by run.",
         "",
     ]
     if args.runs < 5:
@@ -199,7 +245,11 @@ def write_markdown(path: Path, results: list[FigureResult], names: list[str], co
                 cells.append("—" if "kafkette" in result.na
                              else ratio_cell(rr.ratio("kafkette", peer), row))
             base = result.baseline.get(row.key)
-            cells.append(f"{cell(Stat.of(base), row.scale)} ({fig.baseline_label})" if base else "")
+            ratio = baseline_ratio(result, rr)
+            cells.append((f"{cell(Stat.of(base), row.scale)} ({fig.baseline_label})"
+                          + (f"; kafkette/baseline {ratio.median:.2f}× "
+                             f"({ratio.low:.2f}–{ratio.high:.2f})" if ratio else ""))
+                         if base else "")
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "↓ lower is better, ↑ higher is better.", ""]
     if footnotes:
@@ -207,10 +257,14 @@ def write_markdown(path: Path, results: list[FigureResult], names: list[str], co
         lines += [f"{i}. {text}" for i, text in enumerate(footnotes, 1)]
         lines.append("")
     lines += ["## What each figure measures", ""]
+    # One entry per module (the scaling figures share theirs; the scaling replays use replay's).
+    titles: dict[str, list[str]] = {}
     for result in results:
-        paragraphs = (sys.modules[type(result.figure).__module__].__doc__ or "").split("\n\n")
+        titles.setdefault(type(result.figure).__module__, []).append(result.figure.title)
+    for module, names in titles.items():
+        paragraphs = (sys.modules[module].__doc__ or "").split("\n\n")
         body = paragraphs[1:] if len(paragraphs) > 1 else paragraphs
-        lines += [f"- **{result.figure.title}** — " + " ".join(" ".join(body).split())]
+        lines += [f"- **{' / '.join(names)}** — " + " ".join(" ".join(body).split())]
     lines.append("")
     # Hand-written analysis below the marker survives a new run.
     if path.exists() and MARKER in path.read_text():

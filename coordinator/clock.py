@@ -15,13 +15,14 @@ from typing import Protocol
 
 
 class _Timer:
-    __slots__ = ("deadline", "callback", "handle", "handle_at")
+    __slots__ = ("deadline", "callback", "handle", "handle_at", "tag")
 
-    def __init__(self, deadline: float, callback: Callable[[], object]) -> None:
+    def __init__(self, deadline: float, callback: Callable[[], object], tag: object) -> None:
         self.deadline = deadline
         self.callback = callback
         self.handle: asyncio.TimerHandle
         self.handle_at = deadline
+        self.tag = tag
 
     def arm(self, loop: asyncio.AbstractEventLoop, fire: Callable[[str, _Timer], None],
             key: str) -> None:
@@ -32,7 +33,10 @@ class _Timer:
 class Clock(Protocol):
     def now_ms(self) -> int: ...
 
-    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object]) -> None: ...
+    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object],
+                 tag: object = None) -> None: ...
+
+    def extend(self, key: str, delay_ms: int, tag: object) -> bool: ...
 
     def cancel(self, key: str) -> None: ...
 
@@ -42,6 +46,7 @@ class SystemClock:
 
     Re-arming a timer to a later deadline (every heartbeat does) only records the new deadline;
     the loop timer already armed wakes up at the old one and re-arms itself for the rest.
+    ``extend`` is that re-arm without a new callback (Kafka's session-timeout deadline update).
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -51,7 +56,8 @@ class SystemClock:
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
-    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object]) -> None:
+    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object],
+                 tag: object = None) -> None:
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
@@ -60,12 +66,26 @@ class SystemClock:
         if timer is not None and timer.handle_at <= deadline:
             timer.deadline = deadline
             timer.callback = callback
+            timer.tag = tag
             return
         if timer is not None:
             timer.handle.cancel()
-        timer = _Timer(deadline, callback)
+        timer = _Timer(deadline, callback, tag)
         timer.arm(loop, self._fire, key)
         self._timers[key] = timer
+
+    def extend(self, key: str, delay_ms: int, tag: object) -> bool:
+        """Move the pending timer ``key`` scheduled with ``tag`` to ``delay_ms`` from now,
+        keeping its callback; False (nothing changed) if there is no such timer or the move
+        needs an earlier loop wake-up: then ``schedule`` it."""
+        timer = self._timers.get(key)
+        if timer is None or timer.tag is not tag:
+            return False
+        deadline = self._loop.time() + (delay_ms / 1000 if delay_ms > 0 else 0)  # type: ignore[union-attr]
+        if timer.handle_at > deadline:
+            return False
+        timer.deadline = deadline
+        return True
 
     def _fire(self, key: str, timer: _Timer) -> None:
         if self._timers.get(key) is not timer:
@@ -102,15 +122,23 @@ class ManualClock:
         self._now = start_ms
         self._seq = itertools.count()
         self._heap: list[tuple[int, int, str]] = []
-        self._timers: dict[str, tuple[int, int, Callable[[], object]]] = {}
+        self._timers: dict[str, tuple[int, int, Callable[[], object], object]] = {}
 
     def now_ms(self) -> int:
         return self._now
 
-    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object]) -> None:
-        entry = (self._now + max(delay_ms, 0), next(self._seq), callback)
+    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object],
+                 tag: object = None) -> None:
+        entry = (self._now + max(delay_ms, 0), next(self._seq), callback, tag)
         self._timers[key] = entry
         heapq.heappush(self._heap, (entry[0], entry[1], key))
+
+    def extend(self, key: str, delay_ms: int, tag: object) -> bool:
+        entry = self._timers.get(key)
+        if entry is None or entry[3] is not tag:
+            return False
+        self.schedule(key, delay_ms, entry[2], tag)
+        return True
 
     def cancel(self, key: str) -> None:
         self._timers.pop(key, None)

@@ -138,10 +138,12 @@ class ConsumerGroupManager:
         return self.config.session_timeout_ms if meta is None else meta.session_timeout_ms
 
     def _arm_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        key = _session_key(group_id, member_id)
+        delay = self.config.session_timeout_ms if timeout_ms is None else timeout_ms
+        if self.context.touch(key, delay):  # the pending timer's deadline moves (every beat)
+            return
         self.context.schedule(
-            _session_key(group_id, member_id),
-            self.config.session_timeout_ms if timeout_ms is None else timeout_ms,
-            lambda shard: shard.consumer.session_timeout_expired(group_id, member_id))
+            key, delay, lambda shard: shard.consumer.session_timeout_expired(group_id, member_id))
 
     def _arm_rebalance(self, group_id: str, member_id: str, member_epoch: int,
                        timeout_ms: int) -> None:

@@ -542,16 +542,21 @@ class GroupMetadataManager:
         state = group.state  # plain comparisons: the hottest group request
         if state is S.DEAD:
             return _HEARTBEAT_RESULTS[E.COORDINATOR_NOT_AVAILABLE]
-        try:
-            group.validate_member(member_id, instance_id)
-        except CoordinatorError as exc:
-            return _HEARTBEAT_RESULTS.get(exc.code) or Result((), exc.code)
+        member = group.members.get(member_id) if instance_id is None else None
+        if member is None:  # unknown, or static: group.validate_member says which error
+            try:
+                group.validate_member(member_id, instance_id)
+            except CoordinatorError as exc:
+                return _HEARTBEAT_RESULTS.get(exc.code) or Result((), exc.code)
+            member = group.members[member_id]
         if generation != group.generation:
             return _HEARTBEAT_RESULTS[E.ILLEGAL_GENERATION]
         if state is S.EMPTY:
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
-        self._reschedule_heartbeat_id(group_id, member_id,
-                                      group.members[member_id].session_timeout_ms)
+        # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
+        session_ms = member.session_timeout_ms
+        if not self.context.touch(("heartbeat", group_id, member_id), session_ms):
+            self._reschedule_heartbeat_id(group_id, member_id, session_ms)
         return _HEARTBEAT_RESULTS[
             E.REBALANCE_IN_PROGRESS if state is S.PREPARING_REBALANCE else E.NONE]
 

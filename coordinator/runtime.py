@@ -54,6 +54,10 @@ class ShardContext(Protocol):
 
     def schedule(self, key: Hashable, delay_ms: int, op: WriteOp) -> None: ...
 
+    def touch(self, key: Hashable, delay_ms: int) -> bool:
+        """Move the pending timer ``key`` to ``delay_ms`` from now, keeping its op; False if
+        there is none (then ``schedule`` it). A session-timeout re-arm on every heartbeat."""
+
     def cancel(self, key: Hashable) -> None: ...
 
     def now_ms(self) -> int: ...
@@ -136,6 +140,7 @@ class PartitionContext:
         self._batch_seq = 0
         self._ready: asyncio.Future | None = None  # set while (re)loading
         self._reload_task: asyncio.Task | None = None
+        self._tag: tuple[PartitionContext, int] | None = None  # see _timer_tag
 
     # Lifecycle -------------------------------------------------------------------------------
     async def load(self) -> int:
@@ -394,7 +399,24 @@ class PartitionContext:
         """Run write op ``op`` after ``delay_ms`` (replacing the timer of the same key), unless
         the shard is dropped before."""
         epoch = self.epoch
-        self.clock.schedule(key, delay_ms, lambda: self._fire(epoch, op))
+        self.clock.schedule(key, delay_ms, lambda: self._fire(epoch, op), self._timer_tag())
+
+    def touch(self, key: Hashable, delay_ms: int) -> bool:
+        """Move the pending timer ``key`` that this context set in its current epoch to
+        ``delay_ms`` from now, keeping its op (no new closure, no loop timer re-created);
+        False if there is none, or the move needs an earlier wake-up: then ``schedule``."""
+        tag = self._tag
+        if tag is None or tag[1] != self.epoch:
+            return False
+        return self.clock.extend(key, delay_ms, tag)
+
+    def _timer_tag(self) -> tuple[PartitionContext, int]:
+        """Marks this context's timers of the current epoch (a timer of an older epoch or of
+        another context under the same key is never extended: its op would not run)."""
+        tag = self._tag
+        if tag is None or tag[1] != self.epoch:
+            tag = self._tag = (self, self.epoch)
+        return tag
 
     def cancel(self, key: Hashable) -> None:
         self.clock.cancel(key)
@@ -404,6 +426,14 @@ class PartitionContext:
 
     def new_future(self) -> asyncio.Future:
         return asyncio.get_running_loop().create_future()
+
+    def op_failed(self, exc: BaseException) -> CoordinatorError:
+        """An op run on the shard outside ``write`` (one that never writes, answered at once:
+        a heartbeat) raised a bug: the shard is reloaded, as ``write`` does; the op answers
+        the returned error."""
+        log.error("__consumer_offsets-%d: an op failed", self.partition, exc_info=exc)
+        self._fail(None, exc)
+        return CoordinatorError(E.UNKNOWN_SERVER_ERROR)
 
     def _fire(self, epoch: int, op: WriteOp) -> None:
         if epoch != self.epoch or self.state is not State.ACTIVE:

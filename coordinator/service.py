@@ -229,8 +229,26 @@ class GroupCoordinator:
                   generation: int) -> int | asyncio.Future:
         if not group_id:
             return E.INVALID_GROUP_ID
-        try:  # _write, inlined: the hottest group request
-            response, waiter = self.context_for(group_id).write(
+        try:
+            # context_for, inlined: the hottest group request
+            if not self.started:
+                raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+            p = partition_for(group_id, self.num_partitions)
+            ctx = self.runtime.contexts.get(p)
+            node = SERVING_NODE.get()
+            if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
+                raise CoordinatorError(E.NOT_COORDINATOR)
+            if ctx.state is State.ACTIVE and not ctx.pending():
+                # The hottest group request, and an op that never writes: with nothing pending
+                # it is answered now, as ``write`` would, without the op closure.
+                try:
+                    return ctx.shard.heartbeat(group_id, member_id, instance_id,
+                                               generation).response
+                except CoordinatorError:
+                    raise
+                except Exception as exc:
+                    raise ctx.op_failed(exc) from exc
+            response, waiter = ctx.write(
                 lambda s: s.heartbeat(group_id, member_id, instance_id, generation),
                 _heartbeat_error)
         except CoordinatorError as exc:
@@ -553,8 +571,12 @@ class _NoClock:
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
-    def schedule(self, key: Any, delay_ms: int, callback: Callable[[], object]) -> None:
+    def schedule(self, key: Any, delay_ms: int, callback: Callable[[], object],
+                 tag: object = None) -> None:
         pass
+
+    def extend(self, key: Any, delay_ms: int, tag: object) -> bool:
+        return False
 
     def cancel(self, key: Any) -> None:
         pass

@@ -13,13 +13,14 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 
-from .headers import RequestHeader, parse_request_header, response_header
+from .headers import RequestHeader, parse_request_header
 from .validate import MalformedRequest, body_checker
 
 DEFAULT_MAX_ELEMENTS = 20_000  # broker config request.max.elements
 
 API_VERSIONS_KEY = 18
 _I32 = struct.Struct(">i")
+_SIZE_CORR = struct.Struct(">ii")  # frame size, correlation id
 
 
 class DecodeError(Exception):
@@ -80,10 +81,11 @@ class ApiCodec:
 
     def frame(self, correlation_id: int, encoded_body: bytes) -> bytes:
         """Frame (size prefix) + response header + an already encoded body."""
-        # KIP-511: the ApiVersions response always uses header v0.
-        flexible_header = self.flexible and self.api_key != API_VERSIONS_KEY
-        header = response_header(correlation_id, flexible_header)
-        return _I32.pack(len(header) + len(encoded_body)) + header + encoded_body
+        # KIP-511: the ApiVersions response always uses header v0. Header v1 is the
+        # correlation id and an empty tag section: one pack with the size (hot path).
+        if self.flexible and self.api_key != API_VERSIONS_KEY:
+            return _SIZE_CORR.pack(len(encoded_body) + 5, correlation_id) + b"\x00" + encoded_body
+        return _SIZE_CORR.pack(len(encoded_body) + 4, correlation_id) + encoded_body
 
     def encode_request_body(self, body: Any) -> bytes:
         buf = io.BytesIO()

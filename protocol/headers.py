@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 _HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _I32 = struct.Struct(">i")
+_CLIENT_LEN = struct.Struct(">h")
 
 
 class HeaderError(Exception):
@@ -96,6 +97,54 @@ def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, i
     if flexible:
         pos = skip_tagged_fields(frame, pos)
     return RequestHeader(key, version, correlation_id, client_id), pos
+
+
+class HeaderParser:
+    """Request header v1/v2 parsing at struct level, for one connection.
+
+    Returns only what the dispatcher needs (client id, body offset); key, version and
+    correlation id come from ``peek_api``. A client sends the same client id on every request,
+    so the last one's raw bytes and decoded string are kept: a repeat is compared in place
+    (``bytes.startswith`` at an offset, no slice) instead of decoded again.
+    """
+
+    __slots__ = ("_raw", "_client_id")
+
+    def __init__(self) -> None:
+        self._raw = b""
+        self._client_id: str | None = ""
+
+    def parse(self, frame: bytes, flexible: bool) -> tuple[str | None, int]:
+        """(client_id, body offset) of a header v1 (v2 when ``flexible``)."""
+        if len(frame) < _HEAD.size:
+            raise HeaderError(f"request header truncated ({len(frame)} bytes)")
+        client_len = _CLIENT_LEN.unpack_from(frame, 8)[0]
+        if client_len >= 0:
+            pos = _HEAD.size + client_len
+            raw = self._raw
+            if client_len == len(raw) and frame.startswith(raw, _HEAD.size):
+                client_id = self._client_id
+            else:
+                if pos > len(frame):
+                    raise HeaderError("client_id runs past the frame")
+                raw = frame[_HEAD.size:pos]
+                try:
+                    client_id = raw.decode()
+                except UnicodeDecodeError as exc:
+                    raise HeaderError("client_id is not UTF-8") from exc
+                self._raw, self._client_id = raw, client_id
+        elif client_len == -1:
+            client_id = None
+            pos = _HEAD.size
+        else:
+            raise HeaderError(f"bad client_id length {client_len}")
+        if flexible:
+            # Almost always an empty tag section: one zero byte.
+            if pos < len(frame) and frame[pos] == 0:
+                pos += 1
+            else:
+                pos = skip_tagged_fields(frame, pos)
+        return client_id, pos
 
 
 def response_header(correlation_id: int, flexible: bool) -> bytes:

@@ -42,6 +42,12 @@ class Figure:
     # Footnotes: "target" for every row, or "target:row" for one row.
     notes: dict[str, str] = field(default_factory=dict)
 
+    scaling: bool = False  # True: opt-in (``--scaling`` / ``--only scaling``), not in ``all``
+
+    def target_for(self, target: Target) -> Target:
+        """The target as this figure runs it (e.g. with extra config); NotApplicable if it can't."""
+        return target
+
     def check(self, server: Server) -> None:
         missing = [k for k in self.needs if not server.supports(k)]
         if missing:

@@ -7,7 +7,8 @@ one-partition topic, acknowledges its assignment, and then every request carries
 id and current epoch (every other field null: unchanged), as a client's regular heartbeat does;
 every response must equal the first, error-free one. In the same run the same load generator
 measures classic Heartbeats/s (``--mode heartbeat``, as the pipelined-load figure), for the
-ratio row. Targets without ConsumerGroupHeartbeat are probed and n/a, as in the KIP-848 groups
+ratio row. Server CPU rows: the broker's CPU time over each counted window divided by the
+responses counted (``--server-pid``, see the pipelined-load figure). Targets without ConsumerGroupHeartbeat are probed and n/a, as in the KIP-848 groups
 figure.
 """
 
@@ -37,10 +38,14 @@ class ConsumerHeartbeatLoad(Figure):
 
     def measure(self, ctx: Context) -> dict[str, float]:
         assert ctx.server is not None
-        consumer = loadgen(ctx.server.bootstrap, "consumer-heartbeat", ctx.state)
-        classic = loadgen(ctx.server.bootstrap, "heartbeat", ctx.state)
+        pid = ctx.server.pid
+        consumer, consumer_cpu = loadgen(ctx.server.bootstrap, "consumer-heartbeat", ctx.state,
+                                         server_pid=pid)
+        classic, classic_cpu = loadgen(ctx.server.bootstrap, "heartbeat", ctx.state,
+                                       server_pid=pid)
         return {"cg_heartbeat": consumer, "classic_heartbeat": classic,
-                "cg_ratio": consumer / classic}
+                "cg_ratio": consumer / classic, "cg_cpu": consumer_cpu,
+                "classic_cpu": classic_cpu}
 
 
 FIGURES = [ConsumerHeartbeatLoad(
@@ -50,6 +55,8 @@ FIGURES = [ConsumerHeartbeatLoad(
           Row("classic_heartbeat", "classic Heartbeats/s, same run (32 conns × 8 in flight)",
               "/s", 1, higher_is_better=True),
           Row("cg_ratio", "ConsumerGroupHeartbeat/classic Heartbeat (same run)", "×",
-              higher_is_better=True)),
+              higher_is_better=True),
+          Row("cg_cpu", "server CPU per ConsumerGroupHeartbeat", "µs"),
+          Row("classic_cpu", "server CPU per classic Heartbeat (same run)", "µs")),
     needs=(FIND_COORDINATOR, CONSUMER_GROUP_HEARTBEAT, JOIN_GROUP, SYNC_GROUP, HEARTBEAT),
 )]

@@ -8,6 +8,8 @@ together cover the topic. Leave: one member of the formed 10-member group is clo
 LeaveGroup); the clock stops when the other 9 again hold a disjoint, non-empty, covering
 assignment. Clients: aiokafka with ``heartbeat_interval_ms=100`` (members learn of a rebalance on
 their next heartbeat) and ``session_timeout_ms=10000``; all in the bench process, on one loop.
+Broker CPU rows: the broker process's user + system CPU time (/proc/PID/stat, 10 ms ticks) over
+the same timed interval (it includes the members' 100 ms heartbeats in that interval).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 import uuid
 
 from bench.figures.base import Context, Figure, Row
+from bench.figures.loadgen import process_cpu_seconds
 from bench.figures.wire import (
     FETCH,
     FIND_COORDINATOR,
@@ -76,22 +79,24 @@ async def _members(bootstrap: str, group: str, n: int) -> list:
     return members
 
 
-async def _form(bootstrap: str, topic: str, n: int, leave: bool) -> dict[str, float]:
+async def _form(bootstrap: str, topic: str, n: int, leave: bool, pid: int) -> dict[str, float]:
     members = await _members(bootstrap, f"{topic}-group", n)
     partitions = set(range(n))
     changed = asyncio.Event()
     out: dict[str, float] = {}
     try:
-        t0 = time.perf_counter()
+        cpu0, t0 = process_cpu_seconds(pid), time.perf_counter()
         for m in members:
             m.subscribe([topic], listener=_listener(changed))
         await _wait_balanced(members, partitions, changed)
         out["form"] = time.perf_counter() - t0
+        out["form_cpu"] = process_cpu_seconds(pid) - cpu0
         if leave:
-            t0 = time.perf_counter()
+            cpu0, t0 = process_cpu_seconds(pid), time.perf_counter()
             stopping = asyncio.ensure_future(members[0].stop())
             await _wait_balanced(members[1:], partitions, changed)
             out["leave"] = time.perf_counter() - t0
+            out["leave_cpu"] = process_cpu_seconds(pid) - cpu0
             await stopping
     finally:
         await asyncio.gather(*(m.stop() for m in members), return_exceptions=True)
@@ -106,15 +111,19 @@ class Groups(Figure):
         with WireClient(bootstrap) as client:
             client.create_topic(f"g2-{tag}", 2)
             client.create_topic(f"g10-{tag}", 10)
-        two = asyncio.run(_form(bootstrap, f"g2-{tag}", 2, leave=False))
-        ten = asyncio.run(_form(bootstrap, f"g10-{tag}", 10, leave=True))
-        return {"form2": two["form"], "form10": ten["form"], "leave10": ten["leave"]}
+        pid = ctx.server.pid
+        two = asyncio.run(_form(bootstrap, f"g2-{tag}", 2, leave=False, pid=pid))
+        ten = asyncio.run(_form(bootstrap, f"g10-{tag}", 10, leave=True, pid=pid))
+        return {"form2": two["form"], "form10": ten["form"], "leave10": ten["leave"],
+                "form10_cpu": ten["form_cpu"], "leave10_cpu": ten["leave_cpu"]}
 
 
 FIGURES = [Groups(
     name="groups", title="aiokafka consumer groups: formation and rebalance",
     rows=(Row("form2", "2-member group formed (subscribe → disjoint assignments)", "ms", 1000),
           Row("form10", "10-member group formed", "ms", 1000),
-          Row("leave10", "rebalance after 1 of 10 leaves", "ms", 1000)),
+          Row("leave10", "rebalance after 1 of 10 leaves", "ms", 1000),
+          Row("form10_cpu", "broker CPU during the 10-member formation", "ms", 1000),
+          Row("leave10_cpu", "broker CPU during the rebalance after 1 of 10 leaves", "ms", 1000)),
     needs=(FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, FETCH, LIST_OFFSETS),
 )]

@@ -21,7 +21,9 @@ stable: with no initial rebalance delay, all ten JoinGroups usually land in the 
 (tens of ms); a member that misses it costs one more rebalance, learned on a heartbeat (3 s).
 Classic, leave: the others learn of the rebalance on their next heartbeat, right after the last
 SyncGroup restarted their timers, so nearly a whole ``heartbeat.interval.ms`` (3 s).
-Ratio rows: consumer/classic, pair by pair in the same run. Targets that do not list ConsumerGroupHeartbeat (API 68) in ApiVersions are
+Ratio rows: consumer/classic, pair by pair in the same run. Broker CPU rows: the broker
+process's CPU time (/proc/PID/stat) over each timed interval, which spans seconds of heartbeat
+intervals, so it includes the members' heartbeats and idle fetches in it. Targets that do not list ConsumerGroupHeartbeat (API 68) in ApiVersions are
 asked anyway with one request and are n/a.
 """
 
@@ -31,6 +33,7 @@ import threading
 import time
 
 from bench.figures.base import Context, Figure, NotApplicable, Row
+from bench.figures.loadgen import process_cpu_seconds
 from bench.figures.wire import (
     CONSUMER_GROUP_HEARTBEAT,
     FIND_COORDINATOR,
@@ -101,19 +104,22 @@ def wait_balanced(members: list[Member], partitions: set[int], what: str) -> flo
     return time.perf_counter() - t0
 
 
-def form_and_leave(bootstrap: str, protocol: str) -> tuple[float, float]:
+def form_and_leave(bootstrap: str, protocol: str, pid: int) -> tuple[float, float, float, float]:
+    """(formation s, leave s, broker CPU s during each)."""
     topic = fresh_topic(bootstrap, f"k848-{protocol}", MEMBERS)
     members = [Member(bootstrap, f"{topic}-group", protocol, i) for i in range(MEMBERS)]
     partitions = set(range(MEMBERS))
     try:
         for m in members:
             m.start()
+        cpu0 = process_cpu_seconds(pid)
         for m in members:
             m.subscribe_to = topic
         form = wait_balanced(members, partitions, f"{protocol} group of {MEMBERS}")
+        cpu1 = process_cpu_seconds(pid)
         members[0].leave.set()
         leave = wait_balanced(members[1:], partitions, f"{protocol} group after a leave")
-        return form, leave
+        return form, leave, cpu1 - cpu0, process_cpu_seconds(pid) - cpu1
     finally:
         for m in members:
             m.leave.set()
@@ -147,11 +153,15 @@ class Kip848(Figure):
 
     def measure(self, ctx: Context) -> dict[str, float]:
         assert ctx.server is not None
-        form, leave = form_and_leave(ctx.server.bootstrap, "consumer")
-        classic_form, classic_leave = form_and_leave(ctx.server.bootstrap, "classic")
+        pid = ctx.server.pid
+        form, leave, form_cpu, leave_cpu = form_and_leave(ctx.server.bootstrap, "consumer", pid)
+        classic_form, classic_leave, classic_form_cpu, classic_leave_cpu = form_and_leave(
+            ctx.server.bootstrap, "classic", pid)
         return {"form": form, "leave": leave, "classic_form": classic_form,
                 "classic_leave": classic_leave, "form_ratio": form / classic_form,
-                "leave_ratio": leave / classic_leave}
+                "leave_ratio": leave / classic_leave, "form_cpu": form_cpu,
+                "leave_cpu": leave_cpu, "classic_form_cpu": classic_form_cpu,
+                "classic_leave_cpu": classic_leave_cpu}
 
 
 FIGURES = [Kip848(
@@ -164,6 +174,12 @@ FIGURES = [Kip848(
           Row("classic_leave", "classic protocol, same client: rebalance after 1 of 10 leaves",
               "ms", 1000),
           Row("form_ratio", "stable: consumer/classic (same run)", "×"),
-          Row("leave_ratio", "after a leave: consumer/classic (same run)", "×")),
+          Row("leave_ratio", "after a leave: consumer/classic (same run)", "×"),
+          Row("form_cpu", "broker CPU while the consumer-protocol group forms", "ms", 1000),
+          Row("leave_cpu", "broker CPU while consumer-protocol members are reassigned after "
+                           "the leave", "ms", 1000),
+          Row("classic_form_cpu", "broker CPU while the classic group forms", "ms", 1000),
+          Row("classic_leave_cpu", "broker CPU during the classic rebalance after the leave",
+              "ms", 1000)),
     needs=(FIND_COORDINATOR, CONSUMER_GROUP_HEARTBEAT),
 )]

@@ -2,7 +2,10 @@
 
 Each run starts ``python -m bench.figures.loadgen`` twice (see that module): 32 connections, one
 group each, 8 identical requests in flight per connection, counted for 1.5 s after a 0.3 s ramp.
-Heartbeat: each group has one joined member. Commit: OffsetCommit of one partition to a simple
+Heartbeat: each group has one joined member.
+Server CPU rows: the broker process's user + system CPU time (/proc/PID/stat) over the same
+counted window, divided by the responses counted in it (the load generator saturates a core
+first, so throughput alone hides the broker's own cost); PID is the broker's for every target. Commit: OffsetCommit of one partition to a simple
 group; kafkette answers only once the offset record is appended to ``__consumer_offsets`` under
 its flush policy. Before the runs, a probe commits one offset, kills the broker with SIGKILL as
 soon as the commit is acknowledged and restarts it: a target that lost the commit gets a note
@@ -30,8 +33,11 @@ from bench.peers import ROOT, Server
 
 
 def loadgen(bootstrap: str, mode: str, topic: str, timeout: float = 60,
-            seconds: float | None = None) -> float:
+            seconds: float | None = None, server_pid: int | None = None) -> tuple[float, float]:
+    """(responses/s, the broker's CPU µs per response; 0.0 without ``server_pid``)."""
     extra = ["--seconds", str(seconds)] if seconds is not None else []
+    if server_pid is not None:
+        extra += ["--server-pid", str(server_pid)]
     done = subprocess.run([sys.executable, "-m", "bench.figures.loadgen", "--bootstrap",
                            bootstrap, "--mode", mode, "--topic", topic, *extra],
                           capture_output=True, text=True, cwd=ROOT, timeout=timeout)
@@ -40,7 +46,7 @@ def loadgen(bootstrap: str, mode: str, topic: str, timeout: float = 60,
     out = json.loads(done.stdout.strip().splitlines()[-1])
     if out["bad"]:
         raise RuntimeError(f"loadgen {mode}: {out['bad']} responses with an error")
-    return out["rate"]
+    return out["rate"], out["cpu_us"] or 0.0
 
 
 def survives_kill(server: Server, topic: str) -> bool:
@@ -82,8 +88,12 @@ class Load(Figure):
 
     def measure(self, ctx: Context) -> dict[str, float]:
         assert ctx.server is not None
-        return {"heartbeat": loadgen(ctx.server.bootstrap, "heartbeat", ctx.state),
-                "commit": loadgen(ctx.server.bootstrap, "commit", ctx.state)}
+        server = ctx.server
+        heartbeat, heartbeat_cpu = loadgen(server.bootstrap, "heartbeat", ctx.state,
+                                           server_pid=server.pid)
+        commit, commit_cpu = loadgen(server.bootstrap, "commit", ctx.state, server_pid=server.pid)
+        return {"heartbeat": heartbeat, "commit": commit, "heartbeat_cpu": heartbeat_cpu,
+                "commit_cpu": commit_cpu}
 
 
 FIGURES = [Load(
@@ -91,6 +101,8 @@ FIGURES = [Load(
     rows=(Row("heartbeat", "heartbeats/s (32 conns × 8 in flight)", "/s", 1,
               higher_is_better=True),
           Row("commit", "durable commits/s (32 conns × 8 in flight)", "/s", 1,
-              higher_is_better=True)),
+              higher_is_better=True),
+          Row("heartbeat_cpu", "server CPU per heartbeat (same load)", "µs"),
+          Row("commit_cpu", "server CPU per durable commit (same load)", "µs")),
     needs=(FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT),
 )]

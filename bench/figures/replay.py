@@ -7,6 +7,11 @@ committed offsets survive a restart at all; a broker that loses them has nothing
 Each run: stop the broker by PID (SIGTERM), start it again on the same port and data directory,
 and time from spawn until OffsetFetch of the last partition answers the committed offset for
 all 1000 groups (requests that get COORDINATOR_LOAD_IN_PROGRESS or no offset are retried).
+Memory per committed offset: the broker's RSS once every offset is served again after the
+restart (settled 0.5 s) minus the RSS of the same broker process freshly started and empty
+(read 0.5 s after it first answered, before the preparation), divided by the 1 000 000 offsets.
+The scaling set (``--only scaling``) runs the same figure at other sizes (groups × 1000
+partitions).
 """
 
 from __future__ import annotations
@@ -40,14 +45,15 @@ def _group(i: int) -> str:
     return f"replay-{i:04d}"
 
 
-def fetch_frames(client: WireClient, topic: str, partition: int) -> tuple[int, list[bytes]]:
+def fetch_frames(client: WireClient, topic: str, partition: int,
+                 groups: int = GROUPS) -> tuple[int, list[bytes]]:
     version = client.version(OFFSET_FETCH)
     req = request_type(OFFSET_FETCH, version)
     topic_cls = item_type(req, "topics")
     return version, [client.encode(OFFSET_FETCH, version, group_id=_group(i), require_stable=False,
                                    topics=(make(topic_cls, name=topic,
                                                 partition_indexes=(partition,)),))
-                     for i in range(GROUPS)]
+                     for i in range(groups)]
 
 
 def served(version: int, frame: bytes, offset: int) -> bool:
@@ -64,7 +70,7 @@ def wait_served(server: Server, topic: str, partition: int, offset: int, groups:
     """Seconds from the server's spawn until all groups serve ``offset``."""
     deadline = time.perf_counter() + timeout
     with WireClient(server.bootstrap) as client:
-        version, frames = fetch_frames(client, topic, partition)
+        version, frames = fetch_frames(client, topic, partition, groups)
         todo = list(range(groups))
         while todo:
             responses = client.pipeline([frames[i] for i in todo], depth=64)
@@ -77,8 +83,15 @@ def wait_served(server: Server, topic: str, partition: int, offset: int, groups:
     return time.perf_counter() - server.spawned_at
 
 
+SETTLE = 0.5
+
+
 class Replay(Figure):
-    def prepare(self, server: Server) -> str:
+    groups: int = GROUPS  # offsets = groups × PARTITIONS
+
+    def prepare(self, server: Server) -> tuple[str, int]:
+        time.sleep(SETTLE)
+        idle_rss = server.rss_bytes()
         tag = uuid.uuid4().hex[:6]
         probe_topic = f"probe-{tag}"
         with WireClient(server.bootstrap) as client:
@@ -100,7 +113,7 @@ class Replay(Figure):
 
         def populate(worker: int) -> None:
             frames = [template.replace(name, _group(i).encode())
-                      for i in range(worker, GROUPS, 8)]
+                      for i in range(worker, self.groups, 8)]
             with WireClient(server.bootstrap, timeout=120) as client:
                 responses = client.pipeline(frames, depth=16)
             if len(set(responses)) != 1:
@@ -109,20 +122,33 @@ class Replay(Figure):
 
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(populate, range(8)))
-        wait_served(server, topic, PARTITIONS - 1, OFFSET, GROUPS)
-        return topic
+        wait_served(server, topic, PARTITIONS - 1, OFFSET, self.groups)
+        return topic, idle_rss
 
     def measure(self, ctx: Context) -> dict[str, float]:
         server = ctx.server
         assert server is not None
+        topic, idle_rss = ctx.state
         server.stop()
         server.start(TIMEOUT)
-        return {"replay": wait_served(server, ctx.state, PARTITIONS - 1, OFFSET, GROUPS)}
+        replay = wait_served(server, topic, PARTITIONS - 1, OFFSET, self.groups)
+        time.sleep(SETTLE)
+        per_offset = (server.rss_bytes() - idle_rss) / (self.groups * PARTITIONS)
+        return {"replay": replay, "per_offset": per_offset}
 
 
-FIGURES = [Replay(
-    name="replay", title="Replay of 1 000 000 offset records on restart",
-    rows=(Row("replay", "restart → 1M committed offsets served (1000 groups × 1000 partitions)",
-              "s", 1),),
-    needs=(CREATE_TOPICS, FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH),
-)]
+def replay_figure(groups: int, name: str, title: str, label: str) -> Replay:
+    figure = Replay(
+        name=name, title=title,
+        rows=(Row("replay", label, "s", 1),
+              Row("per_offset", "memory per committed offset ((RSS after replay − empty "
+                  f"broker's RSS) / {groups * PARTITIONS:,} offsets)", "B")),
+        needs=(CREATE_TOPICS, FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH),
+    )
+    figure.groups = groups
+    return figure
+
+
+FIGURES = [replay_figure(
+    GROUPS, "replay", "Replay of 1 000 000 offset records on restart",
+    "restart → 1M committed offsets served (1000 groups × 1000 partitions)")]

@@ -48,6 +48,12 @@ class FigureResult:
     seconds: float = 0.0
 
 
+def baseline_ratio(result: FigureResult, row: RowResult) -> Stat | None:
+    """kafkette/baseline, run by run (the baseline is measured once per measured run)."""
+    mine, base = row.values.get("kafkette", []), result.baseline.get(row.row.key, [])
+    return Stat.of([a / b for a, b in zip(mine, base, strict=False) if b])
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -58,8 +64,9 @@ def run_figure(fig: Figure, targets: list[Target], runs: int, warmup: int) -> Fi
     servers: dict[str, Server] = {}
     states: dict[str, object] = {}
     alive: list[Target] = []
-    for target in targets:
+    for given in targets:
         try:
+            target = fig.target_for(given)
             if not fig.fresh:
                 server = target.spawn()
                 servers[target.name] = server
@@ -67,8 +74,8 @@ def run_figure(fig: Figure, targets: list[Target], runs: int, warmup: int) -> Fi
                 states[target.name] = fig.prepare(server)
             alive.append(target)
         except Exception as exc:  # noqa: BLE001 - reported as n/a
-            result.na[target.name] = reason(exc)
-            log(f"  {fig.name} {target.name}: n/a ({result.na[target.name]})")
+            result.na[given.name] = reason(exc)
+            log(f"  {fig.name} {given.name}: n/a ({result.na[given.name]})")
     try:
         for i in range(warmup + runs):
             is_warm = i < warmup
@@ -134,9 +141,9 @@ def print_result(result: FigureResult, targets: list[Target]) -> None:
         for target in targets:
             name = target.name
             if name in result.na:
-                print(f"    {name:9s} n/a: {result.na[name]}")
+                print(f"    {name:16s} n/a: {result.na[name]}")
                 continue
-            line = f"    {name:9s} {cell(rr.stat(name), row.scale)}"
+            line = f"    {name:16s} {cell(rr.stat(name), row.scale)}"
             if name != "kafkette" and "kafkette" not in result.na:
                 line += f"   kafkette/{name}: {ratio_cell(rr.ratio('kafkette', name), row)}"
             note = fig.note(name, row.key)
@@ -144,8 +151,11 @@ def print_result(result: FigureResult, targets: list[Target]) -> None:
                 line += f"   [{note}]"
             print(line)
         if row.key in result.baseline:
-            print(f"    {'baseline':9s} {cell(Stat.of(result.baseline[row.key]), row.scale)}"
-                  f"   ({fig.baseline_label})")
+            ratio = baseline_ratio(result, rr)
+            print(f"    {'baseline':16s} {cell(Stat.of(result.baseline[row.key]), row.scale)}"
+                  f"   ({fig.baseline_label})"
+                  + (f"   kafkette/baseline: {ratio.median:.2f}× ({ratio.low:.2f}–{ratio.high:.2f})"
+                     if ratio else ""))
     print(flush=True)
 
 
@@ -156,5 +166,6 @@ def skip_result(fig: Figure, targets: list[Target], why: str) -> FigureResult:
     return result
 
 
-__all__ = ["FigureResult", "NotApplicable", "RowResult", "Stat", "cell", "print_result",
+__all__ = ["FigureResult", "NotApplicable", "RowResult", "Stat", "baseline_ratio", "cell",
+           "print_result",
            "ratio_cell", "run_figure", "skip_result"]

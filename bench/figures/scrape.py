@@ -36,7 +36,7 @@ from bench.figures.wire import (
     SYNC_GROUP,
     fresh_topic,
 )
-from bench.peers import Server, Target
+from bench.peers import Server, Target, is_kafkette
 
 GROUPS = 1000
 IDLE_SCRAPES = 3
@@ -96,7 +96,7 @@ class Scraper(threading.Thread):
 
 class Scrape(Figure):
     def measure(self, ctx: Context) -> dict[str, float]:
-        if ctx.target.name != "kafkette":
+        if not is_kafkette(ctx.target):
             raise NotApplicable("kafkette's admin /metrics endpoint; no equivalent to scrape")
         server = with_admin(ctx.target).spawn()
         try:
@@ -108,7 +108,7 @@ class Scrape(Figure):
             topic = fresh_topic(server.bootstrap, "hb")
 
             def plain() -> float:
-                return loadgen(server.bootstrap, "heartbeat", topic, seconds=LOAD_SECONDS)
+                return loadgen(server.bootstrap, "heartbeat", topic, seconds=LOAD_SECONDS)[0]
 
             def scraped() -> tuple[float, list[float]]:
                 scraper = Scraper(url, f'"{groups[-1]}"')

@@ -88,8 +88,12 @@ def handle_sync_group(ctx: RequestContext, req):
 @api(12, 0, 4)
 def handle_heartbeat(ctx: RequestContext, req):
     version = ctx.api_version
-    error = coordinator(ctx).heartbeat(req.group_id, req.member_id,
-                                       getattr(req, "group_instance_id", None), req.generation_id)
+    coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hottest request
+    if coord is None:
+        coord = coordinator(ctx)
+    error = coord.heartbeat(req.group_id, req.member_id,
+                                       req.group_instance_id if version >= 3 else None,
+                                       req.generation_id)
     if type(error) is int:
         return _heartbeat_response(version, error)
     return respond_with(error, lambda code: _heartbeat_response(version, code))

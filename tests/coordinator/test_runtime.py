@@ -175,3 +175,29 @@ async def test_a_coordinator_that_has_not_started_answers_coordinator_not_availa
         assert await service.fetch_offsets("g", [("t", [0])]) == (15, [("t", [(0, -1, -1, "", 15)])])
         assert await service.list_groups(set(), set()) == (15, [])
         assert service.find_coordinator("g", 0) == (15, -1, "", -1)
+
+
+async def test_service_heartbeat_answers_now_only_when_nothing_is_pending():
+    """The heartbeat shortcut of the service answers at once like ``write``; behind a pending
+    write it waits for it, and an op that fails with a bug reloads the shard as ``write`` does."""
+    service, log, _clock = memory_service()
+    await service.start()
+    assert service.heartbeat("g", "m", None, 1) == E.UNKNOWN_MEMBER_ID  # answered now
+    log.gate = asyncio.Event()
+    from kafkette.coordinator.offset_manager import CommitPartition
+
+    service.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 0, 1, -1, None)], 9)
+    waiting = service.heartbeat("g", "m", None, 1)
+    assert isinstance(waiting, asyncio.Future)  # behind the pending commit
+    log.gate.set()
+    assert await asyncio.wait_for(waiting, 1) == E.UNKNOWN_MEMBER_ID
+    ctx = service.runtime.contexts[0]
+    await ctx.idle()
+
+    def broken(*_args):
+        raise RuntimeError("bug")
+    ctx.shard.group_manager.heartbeat = broken
+    assert service.heartbeat("g", "m", None, 1) == E.UNKNOWN_SERVER_ERROR
+    assert ctx.state is not State.ACTIVE  # dropped and reloaded from the log
+    await reloaded(ctx)
+    assert service.heartbeat("g", "m", None, 1) == E.UNKNOWN_MEMBER_ID

@@ -55,6 +55,9 @@ class FakeContext:
             self.shard.replay_all(result.records)
         self.fired.append(result)
 
+    def touch(self, key: Any, delay_ms: int) -> bool:
+        return self.clock.extend(key, delay_ms, None)
+
     def cancel(self, key: Any) -> None:
         self.clock.cancel(key)
 
