@@ -4,6 +4,13 @@ Requests on one connection are processed one at a time, as Kafka does (it mutes 
 until its response is sent); a request that waits (long-poll Fetch, parked JoinGroup) holds
 back only its own connection. Handlers that answer synchronously take a fast path with no task.
 
+One exception, invisible to the client: OffsetCommit is pipelined. Its op is applied to the
+coordinator's memory when it is handled and its future only waits for the offset record to be
+durable, so the OffsetCommits that follow it are handled meanwhile (the runtime batches their
+records into one append). Responses still leave in request order, and any other request is
+handled only once everything before it is answered: it sees what the commits before it wrote
+(reads also wait behind pending writes in the runtime), as with one request at a time.
+
 What a handler may return is listed in ``responses``; framing happens there. A Future (completed
 by a callback) needs no task; only other awaitables run as one.
 """
@@ -17,6 +24,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kafkette.coordinator.runtime import DurableFuture
 from kafkette.coordinator.serving import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
@@ -33,6 +41,9 @@ if TYPE_CHECKING:
     from .services import Services
 
 log = logging.getLogger("kafkette.connection")
+
+# OffsetCommit (api key 8, the first two bytes of a request): see the module docstring.
+_PIPELINED_KEY = b"\x00\x08"
 
 
 class ConnectionOwner(Protocol):
@@ -65,11 +76,15 @@ class KafkaConnection(asyncio.Protocol):
         self._max_elements = max(config.get_int("request.max.elements"), 1)
         self._queue: deque[bytes] = deque()
         self._queued_bytes = 0
-        self._busy = False
+        self._barrier = False  # an unanswered request that is not pipelined: handle no more
         self._paused = False  # reading paused
         self._write_blocked = False  # unsent responses over queued.max.response.bytes
         self._closed = False
         self._task: asyncio.Task | None = None
+        # Handled requests not answered yet, in request order: (correlation id, codec, response
+        # or None, future of it or None, perf_counter when read). Only OffsetCommits are handled
+        # while it is not empty; a request of any other api ends it and sets _barrier.
+        self._waiting: deque[tuple[int, Any, Any, asyncio.Future | None, float]] = deque()
         self._out: list[bytes] = []  # responses ready in this drain, written with one syscall
         self._idle_handle: asyncio.TimerHandle | None = None
         self._idle_ms = broker.config.get_int("connections.max.idle.ms")
@@ -84,6 +99,11 @@ class KafkaConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
+
+    @property
+    def _busy(self) -> bool:
+        """A request is handled but not answered yet."""
+        return bool(self._waiting)
 
     # asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -107,6 +127,7 @@ class KafkaConnection(asyncio.Protocol):
         if self._idle_handle is not None:
             self._idle_handle.cancel()
         self._queue.clear()
+        self._waiting.clear()
 
     def pause_writing(self) -> None:
         self._write_blocked = True
@@ -114,7 +135,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._write_blocked = False
-        if not self._busy:
+        if not self._barrier:
             self._drain()
         self._update_reading()
 
@@ -128,7 +149,7 @@ class KafkaConnection(asyncio.Protocol):
         if frames:
             self._queue.extend(frames)
             self._queued_bytes += sum(map(len, frames))
-            if not self._busy:
+            if not self._barrier:
                 self._drain()
         self._update_reading()
 
@@ -136,7 +157,9 @@ class KafkaConnection(asyncio.Protocol):
         """Pause or resume reading from the socket as the queues and the write buffer say."""
         if self._closed or self.transport is None:
             return
-        full = (self._write_blocked or len(self._queue) >= self._max_queued
+        # Pipelined requests still unanswered count as queued, but for the one in process.
+        queued = len(self._queue) + max(len(self._waiting) - 1, 0)
+        full = (self._write_blocked or queued >= self._max_queued
                 or self._queued_bytes >= self._max_queued_bytes)
         if full and not self._paused:
             self._paused = True
@@ -148,51 +171,71 @@ class KafkaConnection(asyncio.Protocol):
     # Request processing -----------------------------------------------------------------
     def _drain(self) -> None:
         queue = self._queue
-        while queue and not self._closed and not self._write_blocked:
-            frame = queue.popleft()
+        waiting = self._waiting
+        while queue and not self._closed and not self._write_blocked and not self._barrier:
+            frame = queue[0]
+            if waiting and not frame.startswith(_PIPELINED_KEY):
+                break  # handled once every request before it is answered
+            queue.popleft()
             self._queued_bytes -= len(frame)
             outcome = self._dispatch(frame)
             if outcome is None:
                 return  # connection closed
             corr, api_codec, result = outcome
             if isinstance(result, asyncio.Future):
-                self._busy = True
-                self._flush()
-                result.add_done_callback(lambda f, c=corr, a=api_codec: self._resolved(c, a, f))
-                return
+                # An OffsetCommit's future that waits for durability only: keep handling
+                # requests behind it. Anything else waits for its answer before the next one.
+                if type(result) is not DurableFuture or api_codec.api_key != 8:
+                    self._barrier = True
+                self._wait(corr, api_codec, None, result)
+                continue
             if hasattr(result, "__await__"):
-                self._busy = True
-                self._flush()
-                self._task = asyncio.ensure_future(self._finish(corr, api_codec, result))
-                return
-            self._send(corr, api_codec, result)
+                self._barrier = True
+                self._task = asyncio.ensure_future(result)
+                self._wait(corr, api_codec, None, self._task)
+                continue
+            if waiting:
+                self._wait(corr, api_codec, result, None)
+            else:
+                self._send(corr, api_codec, result)
         self._flush()
         self._update_reading()
 
-    async def _finish(self, corr: int, api_codec: Any, awaitable: Any) -> None:
-        try:
-            result = await awaitable
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("handler for api %d failed; closing %s", api_codec.api_key, self.peer)
-            self.close(None)
-            return
-        finally:
-            self._task = None
-            self._busy = False
-        self._send(corr, api_codec, result)
-        self._drain()
+    def _wait(self, corr: int, api_codec: Any, result: Any, fut: asyncio.Future | None) -> None:
+        """Queue a response behind the unanswered ones (``fut`` gives it when done)."""
+        waiting = self._waiting
+        waiting.append((corr, api_codec, result, fut, self._started))
+        if len(waiting) == 1 and fut is not None:
+            fut.add_done_callback(self._answered)
 
-    def _resolved(self, corr: int, api_codec: Any, fut: asyncio.Future) -> None:
-        self._busy = False
-        if fut.cancelled() or fut.exception() is not None:
-            if not self._closed:
-                log.error("handler for api %d failed; closing %s", api_codec.api_key, self.peer,
-                          exc_info=None if fut.cancelled() else fut.exception())
-                self.close(None)
-            return
-        self._send(corr, api_codec, fut.result())
+    def _answered(self, _fut: asyncio.Future | None = None) -> None:
+        """The first unanswered request has its response: send every response ready in order
+        (one socket write), then handle what waited behind them."""
+        waiting = self._waiting
+        while waiting:
+            corr, api_codec, result, fut, started = waiting[0]
+            if fut is not None:
+                if not fut.done():
+                    fut.add_done_callback(self._answered)
+                    break
+                if fut.cancelled() or fut.exception() is not None:
+                    waiting.clear()
+                    self._barrier = False
+                    if not self._closed:
+                        log.error("handler for api %d failed; closing %s", api_codec.api_key,
+                                  self.peer,
+                                  exc_info=None if fut.cancelled() else fut.exception())
+                        self.close(None)
+                    return
+                result = fut.result()
+                if fut is self._task:
+                    self._task = None
+            waiting.popleft()
+            self._started = started
+            self._send(corr, api_codec, result)
+        if not waiting:
+            self._barrier = False
+        self._flush()
         self._drain()
 
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
@@ -294,7 +337,7 @@ class KafkaConnection(asyncio.Protocol):
     # Lifecycle ---------------------------------------------------------------------------
     def _check_idle(self) -> None:
         idle = time.monotonic() - self._last_active
-        if self._busy or idle * 1000 < self._idle_ms:
+        if self._waiting or idle * 1000 < self._idle_ms:
             remaining = max(self._idle_ms / 1000 - idle, 0.05)
             self._idle_handle = asyncio.get_running_loop().call_later(remaining, self._check_idle)
             return

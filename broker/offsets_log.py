@@ -29,14 +29,24 @@ class PartitionOffsetsLog:
         self.compression = compression
 
     def append(self, records: Sequence[tuple[Any, bytes | None]]) -> asyncio.Future:
+        data, headers = self._encode(records)
+        return self.plog.append_future(data, headers)
+
+    def append_inline(self, records: Sequence[tuple[Any, bytes | None]]
+                      ) -> asyncio.Future | None:
+        """``append``, but None when the records are durable already (a page-cache write the
+        flush policy allows: see ``PartitionLog.append_durable``); errors are raised."""
+        data, headers = self._encode(records)
+        return self.plog.append_durable(data, headers)
+
+    def _encode(self, records: Sequence[tuple[Any, bytes | None]]) -> tuple[bytes, list[Any]]:
         first = records[0][0] if records else None
         if type(first) is bytes and type(records[-1][0]) is bytes and \
                 all(type(k) is bytes for k, _v in records):
             batch = build_batch(records, compression=self.compression)
-            return self.plog.append_future(batch, [parse_batch_header(batch)])
+            return batch, [parse_batch_header(batch)]
         batches = list(_transactional_batches(records, self.compression))
-        return self.plog.append_future(b"".join(batches),
-                                       [parse_batch_header(b) for b in batches])
+        return b"".join(batches), [parse_batch_header(b) for b in batches]
 
     async def read(self) -> AsyncIterator[Sequence[tuple[Any, bytes | None]]]:
         batches = self.plog.iter_batches(0)

@@ -34,7 +34,12 @@ class TxnMarker(NamedTuple):
 class CoordinatorLog(Protocol):
     def append(self, records: Sequence[RawRecord]) -> asyncio.Future:
         """Append records as one batch, in call order; the future resolves once they are
-        durable (or fails with the write's error)."""
+        durable (or fails with the write's error).
+
+        A log may also have ``append_inline(records) -> Future | None``, which the runtime
+        prefers: ``append`` but None when the records are durable already (a write finished
+        inline under the flush policy), so the waiters complete without a loop round trip;
+        errors are raised."""
 
     def read(self) -> AsyncIterator[Sequence[RawRecord]]:
         """Every record from the log start, in chunks, in log order."""
@@ -48,9 +53,19 @@ class MemoryLog:
         self.batches = 0
         self.fail_with: Exception | None = None
         self.gate: asyncio.Event | None = None
+        self.inline = False  # answer appends as durable at once (None), as a page-cache write
 
     def append(self, records: Sequence[RawRecord]) -> asyncio.Future:
         return asyncio.ensure_future(self._append(records))
+
+    def append_inline(self, records: Sequence[RawRecord]) -> asyncio.Future | None:
+        if self.inline and self.gate is None:
+            if self.fail_with is not None:
+                raise self.fail_with
+            self.records.extend(records)
+            self.batches += 1
+            return None
+        return self.append(records)
 
     async def _append(self, records: Sequence[RawRecord]) -> None:
         if self.gate is not None:

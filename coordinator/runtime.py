@@ -90,6 +90,14 @@ def _fail_waiter(waiter: _Waiter, exc: BaseException) -> None:
         fut.set_result(on_error(exc))
 
 
+class DurableFuture(asyncio.Future):
+    """The future ``write`` returns: its op is applied to the shard already; it waits only for
+    records (its own or earlier ones) to be durable. A connection may handle the next
+    OffsetCommit meanwhile (broker/connection.py); any other future means "not handled yet"."""
+
+    __slots__ = ()
+
+
 class _Batch:
     __slots__ = ("records", "waiters", "durable", "failed", "timer")
 
@@ -105,8 +113,13 @@ class PartitionContext:
     """One ``__consumer_offsets`` partition: its shard, state, batching and timers.
 
     Batching (adaptive linger): with no append in flight a batch is flushed at the end of the
-    current loop turn, so requests that arrived together share it; while an append is in flight
-    records accumulate, for at most ``linger_ms``, and go out as one batch as soon as it is done.
+    current loop turn, so requests that arrived together share it (a connection pipelines its
+    OffsetCommits, so all of them); while an append is in flight records accumulate, for at most
+    ``linger_ms``, and go out as one batch as soon as it is done. An append the log reports
+    durable at once (a page-cache write the flush policy allows) completes its waiters in the
+    flush itself, in log order behind any append not answered yet. With a flush policy that
+    fsyncs, each append is one fsync in the log's writer thread for the whole batch (group
+    commit), never on the loop.
     """
 
     def __init__(self, partition: int, log_: CoordinatorLog, clock: Clock,
@@ -193,7 +206,8 @@ class PartitionContext:
         exception (TimeoutError after ``offsets.commit.timeout.ms``), or ``on_error(exception)``
         when given (Kafka's ``exceptionally``). CoordinatorError raised
         by the op (or by an inactive context) propagates before anything is written."""
-        self.check()
+        if self.state is not State.ACTIVE:
+            self.check()
         try:
             result = op(self.shard)
         except CoordinatorError:
@@ -223,7 +237,7 @@ class PartitionContext:
             if batch is None:
                 batch = self._open_batch()
             batch.records.extend(records)
-        fut = asyncio.get_running_loop().create_future()
+        fut = DurableFuture(loop=asyncio.get_running_loop())
         batch.waiters.append((fut, result.response, result.on_durable, on_error))
         if len(batch.records) >= MAX_BATCH_RECORDS and batch is self._open:
             self.flush()
@@ -281,13 +295,19 @@ class PartitionContext:
             batch.durable = True
             self._complete_durable()
             return
+        log_ = self.log
+        inline = getattr(log_, "append_inline", None)  # see CoordinatorLog.append
         try:
-            append = self.log.append(batch.records)
+            append = log_.append(batch.records) if inline is None else inline(batch.records)
         except Exception as exc:  # noqa: BLE001 - handed to every waiter
             self._fail(batch, exc)
             return
-        self._appending += 1
         self._inflight.append(batch)
+        if append is None:  # durable already (a page-cache write the flush policy allows)
+            batch.durable = True
+            self._complete_durable()
+            return
+        self._appending += 1
         append.add_done_callback(lambda f: self._appended(f, batch))
 
     def _appended(self, append: asyncio.Future, batch: _Batch) -> None:

@@ -25,6 +25,7 @@ from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
+from .result import Result
 from .runtime import CoordinatorRuntime, PartitionContext, State
 from .serving import SERVING_NODE
 from .shard import GroupCoordinatorShard
@@ -368,32 +369,64 @@ class GroupCoordinator:
     # Offsets ---------------------------------------------------------------------------------
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
                        instance_id: str | None, retention_ms: int,
-                       partitions: list[CommitPartition], version: int
-                       ) -> list[int] | asyncio.Future:
-        """Error per partition (request order), now or once the offsets are durable."""
+                       partitions: list[CommitPartition], version: int,
+                       build: Callable[[list[int]], Any] | None = None) -> Any:
+        """Error per partition (request order), now or as a future resolved once the offsets
+        are durable. ``build`` maps the codes to what is returned instead (the response): it
+        runs when the op runs, so the runtime's own future carries the response, with no
+        further future or loop round trip between durability and the answer."""
+        count_of = self._partition_count
+        topic, count = None, 0
+        for p in partitions:  # usually all valid: then no per-partition codes are made
+            if p.topic is not topic:
+                topic, count = p.topic, count_of(p.topic)
+            if not 0 <= p.partition < count:
+                break
+        else:
+            return self._commit(group_id, generation, member_id, instance_id, retention_ms,
+                                partitions, version, build)
         codes: list[int] = []
         accepted: list[CommitPartition] = []
         counts: dict[str, int] = {}
         for p in partitions:
             count = counts.get(p.topic)
             if count is None:
-                count = counts[p.topic] = self._partition_count(p.topic)
+                count = counts[p.topic] = count_of(p.topic)
             if 0 <= p.partition < count:
                 codes.append(-1)
                 accepted.append(p)
             else:
                 codes.append(E.UNKNOWN_TOPIC_OR_PARTITION)
         if not accepted:
-            return codes
-        result = self._write(
-            group_id, lambda s: s.commit_offsets(group_id, generation, member_id, instance_id,
-                                                 retention_ms, accepted, version),
-            lambda exc: [error_code(exc)] * len(accepted))
-        if len(accepted) == len(partitions):
-            return result
-        if isinstance(result, asyncio.Future):
-            return _then(result, lambda f: _merge(codes, f.result()))
-        return _merge(codes, result)
+            return codes if build is None else build(codes)
+        return self._commit(group_id, generation, member_id, instance_id, retention_ms,
+                            accepted, version,
+                            lambda answers: (_merge(codes, answers) if build is None
+                                             else build(_merge(codes, answers))))
+
+    def _commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                retention_ms: int, partitions: list[CommitPartition], version: int,
+                build: Callable[[list[int]], Any] | None) -> Any:
+        """The write of ``commit_offsets`` for valid partitions; its response mapped by
+        ``build`` as the op runs."""
+
+        def op(s: GroupCoordinatorShard) -> Result:
+            result = s.commit_offsets(group_id, generation, member_id, instance_id,
+                                      retention_ms, partitions, version)
+            if build is None:
+                return result
+            return Result(result.records, build(result.response), result.replay,
+                          result.on_durable)
+
+        def on_error(exc: BaseException) -> Any:
+            codes = [error_code(exc)] * len(partitions)
+            return codes if build is None else build(codes)
+
+        try:
+            response, waiter = self.context_for(group_id).write(op, on_error)
+        except CoordinatorError as exc:
+            return on_error(exc)
+        return response if waiter is None else waiter
 
     async def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
                             require_stable: bool = False) -> tuple[int, list[FetchedTopic]]:

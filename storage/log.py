@@ -190,6 +190,18 @@ class PartitionLog:
             write.add_done_callback(lambda w: self._settle(out, info, w))
         return out
 
+    def append_durable(self, data: bytes | bytearray | memoryview,
+                       headers: list[BatchHeader] | None = None) -> asyncio.Future | None:
+        """``append_future`` for callers that need only durability: None when the write is
+        done already (an inline page-cache write the flush policy allows), so they can
+        complete at once instead of a loop round trip later; errors are raised."""
+        info, write = self.append_nowait(data, headers)
+        if write is None:
+            return None
+        out = asyncio.get_running_loop().create_future()
+        write.add_done_callback(lambda w: self._settle(out, info, w))
+        return out
+
     def _settle(self, out: asyncio.Future, info: AppendInfo, write: asyncio.Future | None) -> None:
         if out.done():
             return

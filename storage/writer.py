@@ -1,8 +1,8 @@
 """The log I/O thread: every write, fsync, truncate and unlink runs here, in submission order.
 
 The event loop never touches file data itself. Jobs queued while the thread is busy are drained
-together, so one wake-up of the loop completes many appends, and back-to-back fsyncs of the same
-file collapse into one.
+together, so one wake-up of the loop completes many appends, and the fsyncs of one file in a
+drain collapse into one (group commit).
 """
 
 from __future__ import annotations
@@ -114,8 +114,25 @@ class DiskWriter:
 
     @staticmethod
     def _execute(jobs: list[_Job]) -> list[tuple[_Job, Any, BaseException | None]]:
+        """Run ``jobs`` in order. Fsyncs are group commits: a file's fsync waits until the
+        drain's writes are done (or a ``call`` job comes), so one fsync covers every write to
+        it in the drain. Nothing is reported before the whole drain is done, so no job is
+        answered before its data is synced; a failed fsync fails every job it covered."""
         results: list[tuple[_Job, Any, BaseException | None]] = []
         synced: set[int] = set()  # fds fsynced with no write since, within this drain
+        pending: dict[int, list[int]] = {}  # fd -> indexes in results waiting for its fsync
+
+        def sync_pending() -> None:
+            for fd, waiting in pending.items():
+                try:
+                    os.fsync(fd)
+                except BaseException as exc:  # noqa: BLE001 - handed to each job it covered
+                    for i in waiting:
+                        results[i] = (results[i][0], None, exc)
+                else:
+                    synced.add(fd)
+            pending.clear()
+
         for job in jobs:
             try:
                 if job.kind == "write":
@@ -124,20 +141,20 @@ class DiskWriter:
                     pwritev_all(fd, buffers, position)
                     synced.discard(fd)
                     if fsync:
-                        os.fsync(fd)
-                        synced.add(fd)
+                        pending.setdefault(fd, []).append(len(results))
                     results.append((job, None, None))
                 elif job.kind == "fsync":
                     fd = job.fd.fd
-                    if fd is not None and fd not in synced:
-                        os.fsync(fd)
-                        synced.add(fd)
+                    if fd is not None and (fd in pending or fd not in synced):
+                        pending.setdefault(fd, []).append(len(results))
                     results.append((job, None, None))
                 else:
+                    sync_pending()  # a call (truncate, close, unlink) comes after the syncs
                     synced.clear()
                     results.append((job, job.arg(), None))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
                 results.append((job, None, exc))
+        sync_pending()
         return results
 
 

@@ -14,7 +14,7 @@ from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..routes import api
-from ._groups_common import ZERO, coordinator, ms, respond_with
+from ._groups_common import ZERO, coordinator, ms
 
 # OffsetCommit ------------------------------------------------------------------------------------
 
@@ -25,15 +25,25 @@ Layout = tuple[tuple[str, tuple[int, ...]], ...]
 def handle_offset_commit(ctx: RequestContext, req):
     """Answers now, or with a future once the offsets are durable."""
     v = ctx.api_version
-    layout = tuple((t.name, tuple(p.partition_index for p in t.partitions)) for t in req.topics)
-    partitions = [CommitPartition(t.name, p.partition_index, p.committed_offset,
-                                  getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-                  for t in req.topics for p in t.partitions]
-    codes = coordinator(ctx).commit_offsets(
+    layout_items = []
+    partitions = []
+    for t in req.topics:  # loops, not generators: the hot path of every commit
+        name = t.name
+        indexes = []
+        for p in t.partitions:
+            indexes.append(p.partition_index)
+            partitions.append(CommitPartition(name, p.partition_index, p.committed_offset,
+                                              getattr(p, "committed_leader_epoch", -1),
+                                              p.committed_metadata))
+        layout_items.append((name, tuple(indexes)))
+    layout = tuple(layout_items)
+    # The response is built when the op runs; a durable write returns the runtime's future
+    # of it, which the connection pipelines (broker/connection.py).
+    return coordinator(ctx).commit_offsets(
         req.group_id, req.generation_id_or_member_epoch, req.member_id,
         getattr(req, "group_instance_id", None),
-        ms(req.retention_time) if 2 <= v <= 4 else -1, partitions, v)
-    return respond_with(codes, lambda answer: _commit_response(v, layout, tuple(answer)))
+        ms(req.retention_time) if 2 <= v <= 4 else -1, partitions, v,
+        lambda answer: _commit_response(v, layout, tuple(answer)))
 
 
 @lru_cache(maxsize=1024)
