@@ -15,6 +15,8 @@ or not) takes the per-record path, ``GroupCoordinatorShard.replay_all``.
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +38,7 @@ _MAX_BULK = 8192  # offset deltas of two bytes at most
 _DELTA1 = bytes(2 * i for i in range(64))
 _DELTA2_LO = bytes(((2 * i) & 0x7F) | 0x80 for i in range(_MAX_BULK))
 _DELTA2_HI = bytes((2 * i) >> 7 for i in range(_MAX_BULK))
-_STRUCTS: dict[tuple[int, int, int, int], struct.Struct] = {}
+_SWAP = sys.byteorder == "little"  # record fields are big endian
 
 
 class RawBatches:
@@ -135,13 +137,38 @@ def _record(data: bytes, start: int, delta_bytes: int
     return end - start, delta_col, kstart, kstart + klen, vstart, pos
 
 
-_Run = tuple[bytes, bytes, bytes, int, tuple, tuple, tuple]
+# (first key, first value, value head length, first partition if consecutive, partitions,
+# offsets, leader epochs)
+_Run = tuple[bytes, bytes, int, int | None, array, array, array]
+
+
+def _column(seg: bytes, col: int, width: int, size: int, typecode: str
+            ) -> tuple[array, list[bytes]]:
+    """The big-endian field of ``width`` bytes at ``col`` of every ``size``-byte record, as an
+    array, and its byte columns (gathered with strided slices: no object per record)."""
+    cols = [seg[c::size] for c in range(col, col + width)]
+    out = bytearray(len(cols[0]) * width)
+    for j, c in enumerate(cols):
+        out[j::width] = c
+    values = array(typecode)
+    values.frombytes(out)
+    if _SWAP:
+        values.byteswap()
+    return values, cols
+
+
+def _native_be(values: array) -> bytes:
+    """``values`` as big-endian bytes."""
+    if _SWAP:
+        values = array(values.typecode, values)
+        values.byteswap()
+    return values.tobytes()
 
 
 def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
     """Check records ``first``..``first + k - 1`` (starting at byte ``start``) against the first
-    of them; on success add (key prefix, first key, first value, value head length, partitions,
-    offsets, leader epochs) to ``plan`` and return where the run ends (-1: not a bulk run)."""
+    of them (all bytes but partition, offset, leader epoch and offset delta equal); on success
+    add the run to ``plan`` and return where it ends (-1: not a bulk run)."""
     wide = first >= 64
     rec = _record(data, start, 2 if wide else 1)
     if rec is None:
@@ -160,26 +187,36 @@ def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
     head = REST_START[version]
     pcol, ocol = kend - 4 - start, vstart + 2 - start
     expected = bytearray(seg[:size] * k)
-    for c in range(pcol, pcol + 4):
-        expected[c::size] = seg[c::size]
-    for c in range(ocol, ocol + head - 2):  # offset (and leader epoch)
-        expected[c::size] = seg[c::size]
     if wide:
         expected[delta_col::size] = _DELTA2_LO[first:first + k]
         expected[delta_col + 1::size] = _DELTA2_HI[first:first + k]
     else:
         expected[delta_col::size] = _DELTA1[first:first + k]
+    offsets, cols = _column(seg, ocol, 8, size, "q")
+    for c, col in enumerate(cols, ocol):
+        expected[c::size] = col
+    # The common case: consecutive partitions, one leader epoch (the first record's).
+    p0 = int.from_bytes(key[-4:], "big", signed=True)
+    epoch = int.from_bytes(value[10:14], "big", signed=True) if head == 14 else -1
+    if p0 + k <= 1 << 31:
+        consecutive = _native_be(array("i", range(p0, p0 + k)))
+        for j in range(4):
+            expected[pcol + j::size] = consecutive[j::4]
+        if expected == seg:
+            plan.append((key, value, head, p0, array("i"), offsets, array("i", (epoch,)) * k))
+            return stop
+    parts, cols = _column(seg, pcol, 4, size, "i")
+    for c, col in enumerate(cols, pcol):
+        expected[c::size] = col
+    if head == 14:
+        epochs, cols = _column(seg, ocol + 8, 4, size, "i")
+        for c, col in enumerate(cols, ocol + 8):
+            expected[c::size] = col
+    else:
+        epochs = array("i", (-1,)) * k
     if expected != seg:
         return -1
-    shape = (size, pcol, ocol, head)
-    st = _STRUCTS.get(shape)
-    if st is None:
-        tail = size - ocol - head + 2
-        fmt = f">{pcol}xi{ocol - pcol - 4}xq" + ("i" if head == 14 else "") + f"{tail}x"
-        st = _STRUCTS[shape] = struct.Struct(fmt)
-    cols = tuple(zip(*st.iter_unpack(seg), strict=True))
-    epochs = cols[2] if head == 14 else (-1,) * k
-    plan.append((key, value, version, head, cols[0], cols[1], epochs))
+    plan.append((key, value, head, None, parts, offsets, epochs))
     return stop
 
 
@@ -205,29 +242,29 @@ def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> boo
         return False
     om = shard.offset_manager
     cached = om.parts_by_prefix
-    for key, value, version, head, parts, offsets, epochs in plan:
+    for key, value, head, p0, parts, offsets, epochs in plan:
         prefix = key[:-4]
+        if p0 is not None:
+            parts = array("i", range(p0, p0 + len(offsets)))
         topic = cached.get(prefix)
         if topic is None:  # first sight of (group, topic): its first record sets it up
             shard.replay_all(((key, value),))
             topic = cached.get(prefix)
             if topic is None:  # open transactions, an undecodable key...: per record
-                shard.replay_all(_records(prefix, value[head:], version, head, parts[1:],
-                                          offsets[1:], epochs[1:]))
+                shard.replay_all(_records(prefix, value[:2], value[head:], head == 14, parts,
+                                          offsets, epochs)[1:])
                 continue
-        meta = topic.meta_index(version + value[head:], om.shared())
-        first = parts[0]
-        if parts[-1] - first + 1 == len(parts) and parts == tuple(range(first, first + len(parts))) \
-                and topic.set_run(first, offsets, epochs, meta):
+        meta = topic.meta_index(value[:2] + value[head:], om.shared())
+        if p0 is not None and topic.set_run(p0, offsets, epochs, meta):
             continue
         for p, o, e in zip(parts, offsets, epochs, strict=True):
             topic.set(p, o, e, meta)
     return True
 
 
-def _records(prefix: bytes, rest: bytes, version: bytes, head: int, parts: tuple,
-             offsets: tuple, epochs: tuple) -> list[tuple[bytes, bytes]]:
+def _records(prefix: bytes, version: bytes, rest: bytes, has_epoch: bool, parts: array,
+             offsets: array, epochs: array) -> list[tuple[bytes, bytes]]:
     """The records of a checked run again, as (key, value) bytes."""
     i32, i64 = struct.Struct(">i").pack, struct.Struct(">q").pack
-    return [(prefix + i32(p), version + i64(o) + (i32(e) if head == 14 else b"") + rest)
+    return [(prefix + i32(p), version + i64(o) + (i32(e) if has_epoch else b"") + rest)
             for p, o, e in zip(parts, offsets, epochs, strict=True)]

@@ -134,8 +134,7 @@ class TopicOffsets:
                 self.count += 1
             self.sparse[p] = (offset, epoch, meta)
 
-    def set_run(self, first: int, offsets: tuple[int, ...], epochs: tuple[int, ...],
-                meta: int) -> bool:
+    def set_run(self, first: int, offsets: array, epochs: array, meta: int) -> bool:
         """Partitions ``first``.. get ``offsets``/``epochs`` and one table index (replay of a
         batch of one commit request); False if they do not fit the dense range."""
         end = first + len(offsets)
@@ -145,8 +144,8 @@ class TopicOffsets:
             self._grow(end)
         metas = self.metas
         self.count += metas[first:end].count(0)
-        self.offsets[first:end] = array("q", offsets)
-        self.epochs[first:end] = array("i", epochs)
+        self.offsets[first:end] = offsets
+        self.epochs[first:end] = epochs
         metas[first:end] = array("I", (meta,)) * len(offsets)
         return True
 
