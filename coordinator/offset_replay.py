@@ -157,12 +157,18 @@ def _column(seg: bytes, col: int, width: int, size: int, typecode: str
     return values, cols
 
 
-def _native_be(values: array) -> bytes:
-    """``values`` as big-endian bytes."""
-    if _SWAP:
-        values = array(values.typecode, values)
-        values.byteswap()
-    return values.tobytes()
+_CONSECUTIVE_MAX = 1 << 16
+_consecutive_be: list[bytes] = []
+
+
+def _consecutive() -> bytes:
+    """Big-endian int32 0, 1, ... 65535 (built on first use)."""
+    if not _consecutive_be:
+        values = array("i", range(_CONSECUTIVE_MAX))
+        if _SWAP:
+            values.byteswap()
+        _consecutive_be.append(values.tobytes())
+    return _consecutive_be[0]
 
 
 def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
@@ -198,8 +204,8 @@ def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
     # The common case: consecutive partitions, one leader epoch (the first record's).
     p0 = int.from_bytes(key[-4:], "big", signed=True)
     epoch = int.from_bytes(value[10:14], "big", signed=True) if head == 14 else -1
-    if p0 + k <= 1 << 31:
-        consecutive = _native_be(array("i", range(p0, p0 + k)))
+    if p0 >= 0 and p0 + k <= _CONSECUTIVE_MAX:
+        consecutive = _consecutive()[4 * p0:4 * (p0 + k)]
         for j in range(4):
             expected[pcol + j::size] = consecutive[j::4]
         if expected == seg:
@@ -244,6 +250,10 @@ def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> boo
     cached = om.parts_by_prefix
     for key, value, head, p0, parts, offsets, epochs in plan:
         prefix = key[:-4]
+        topic = cached.get(prefix) if p0 is not None else None
+        if topic is not None and topic.set_run(
+                p0, offsets, epochs, topic.meta_index(value[:2] + value[head:], om.shared())):
+            continue
         if p0 is not None:
             parts = array("i", range(p0, p0 + len(offsets)))
         topic = cached.get(prefix)

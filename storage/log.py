@@ -143,13 +143,17 @@ class PartitionLog:
     def recover(self, *, clean_shutdown: bool = False, recovery_point: int = 0) -> None:
         """Open the segments (storage.recovery says what is validated and cut)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        for stale in self.directory.glob("*.cleaned"):
-            stale.unlink()
-        for swap in self.directory.glob("*.log.swap"):
-            swap.rename(swap.with_suffix(""))
+        names = os.listdir(self.directory)  # once: a restart opens every partition
+        for name in names:
+            if name.endswith(".cleaned"):
+                os.unlink(self.directory / name)
+            elif name.endswith(".log.swap"):
+                os.rename(self.directory / name, self.directory / name[:-5])
+        if any(name.endswith((".cleaned", ".log.swap")) for name in names):
+            names = os.listdir(self.directory)
         now = self._now_ms()
         self._segments = load_segments(self, clean_shutdown=clean_shutdown,
-                                       recovery_point=recovery_point, now=now)
+                                       recovery_point=recovery_point, now=now, names=names)
         if not self._segments:
             seg = Segment(self.directory, 0, now)
             seg.open_in_thread()  # an empty partition has an empty first segment, as in Kafka

@@ -165,7 +165,7 @@ def test_one_commit_request_per_batch(n: int) -> None:
 
 
 @pytest.mark.parametrize("case", ["epochs", "shuffled", "duplicates", "metadata", "gzip",
-                                  "expire", "offset-from-3"])
+                                  "expire", "offset-from-3", "past-65536", "negative"])
 def test_layouts(case: str) -> None:
     parts = list(range(300))
     kwargs: dict[str, Any] = {}
@@ -183,6 +183,10 @@ def test_layouts(case: str) -> None:
         kwargs["expire"] = TS + 1000
     elif case == "offset-from-3":
         parts = [p + 3 for p in parts]
+    elif case == "past-65536":
+        parts = [p + 65400 for p in parts]
+    elif case == "negative":
+        parts = [p - 150 for p in parts]
     batch, recs = _commit_batch("g", "t", parts, **kwargs)
     _both([batch], recs)
 
