@@ -18,7 +18,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkette.protocol.control_records import COMMIT, control_type
 from kafkette.protocol.records import HEADER_SIZE, LOG_OVERHEAD, decompress, key_values
@@ -26,8 +26,8 @@ from kafkette.protocol.records import HEADER_SIZE, LOG_OVERHEAD, decompress, key
 from .log import TxnMarker, TxnRecordKey
 from .offset_store import MIN_LENGTH_BY_VERSION, NOT_AN_OFFSET, REST_START
 
-if TYPE_CHECKING:
-    from .shard import GroupCoordinatorShard
+# The shard (coordinator/shard.py, which imports this module): offset_manager and replay_all.
+GroupCoordinatorShard = Any
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _TRANSACTIONAL = 0x10
