@@ -16,6 +16,7 @@ not decode reads as missing (and expires), as when values were decoded on read.
 from __future__ import annotations
 
 import logging
+import struct
 from array import array
 from collections.abc import Iterator
 
@@ -37,6 +38,11 @@ NOT_AN_OFFSET = 1 << 62
 REST_START = {b"\x00\x00": 10, b"\x00\x01": 10, b"\x00\x02": 10, b"\x00\x03": 14,
               b"\x00\x04": 14}
 _ZERO_HEAD = {10: bytes(8), 14: bytes(12)}
+
+# version bytes -> (shortest value, where the bytes after offset/leader epoch start)
+_SHAPE = {v: (MIN_LENGTH_BY_VERSION[v], REST_START[v]) for v in REST_START}
+_OFFSET_EPOCH = struct.Struct(">qi")
+_OFFSET = struct.Struct(">q")
 
 UNDECODABLE = OffsetCommitValue(0, -1, "", 0, None)  # a table entry that reads as missing
 _DENSE_SLACK = 1024
@@ -108,12 +114,27 @@ class TopicOffsets:
         """Store an OffsetCommitValue's bytes for partition ``p``; False (nothing stored) if
         they fail the plausibility check."""
         version = value[:2]
-        if len(value) < MIN_LENGTH_BY_VERSION.get(version, NOT_AN_OFFSET):
+        shape = _SHAPE.get(version)
+        if shape is None or len(value) < shape[0]:
             return False
-        head = REST_START[version]
-        epoch = int.from_bytes(value[10:14], "big", signed=True) if head == 14 else -1
-        self.set(p, int.from_bytes(value[2:10], "big", signed=True), epoch,
-                 self.meta_index(version + value[head:], shared))
+        head = shape[1]
+        rest = version + value[head:]
+        meta = self.index.get(rest)
+        if meta is None:
+            meta = self.meta_index(rest, shared)
+        if head == 14:
+            offset, epoch = _OFFSET_EPOCH.unpack_from(value, 2)
+        else:
+            offset, epoch = _OFFSET.unpack_from(value, 2)[0], -1
+        metas = self.metas
+        if 0 <= p < len(metas):
+            if not metas[p]:
+                self.count += 1
+            self.offsets[p] = offset
+            self.epochs[p] = epoch
+            metas[p] = meta
+        else:
+            self.set(p, offset, epoch, meta)
         return True
 
     def set(self, p: int, offset: int, epoch: int, meta: int) -> None:
