@@ -11,6 +11,7 @@ from kafkette.coordinator.log import TxnMarker, TxnRecordKey
 from kafkette.coordinator.offset_replay import RawBatches
 from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.records import build_batch, parse_batch_header
+from kafkette.storage.log import read_region
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -39,12 +40,15 @@ class PartitionOffsetsLog:
                                        [parse_batch_header(b) for b in batches])
 
     async def read(self) -> AsyncIterator[Sequence[tuple[Any, bytes | None]]]:
-        """The log as RawBatches of about 1 MiB (read in a thread; the shard walks them)."""
-        chunks = self.plog.iter_chunks()
-        while True:
-            data = await asyncio.to_thread(next, chunks, None)
+        """The log as RawBatches of about 1 MiB, which the shard walks batch by batch. What
+        the page cache holds is read on the loop (RWF_NOWAIT never waits on the disk); the
+        rest in a thread (a round trip per chunk doubled the replay time of a cached log)."""
+        for fd, position, size in self.plog.replay_regions():
+            data = read_region(fd, position, size, nowait=True)
             if data is None:
-                return
+                data = await asyncio.to_thread(read_region, fd, position, size)
+            else:
+                await asyncio.sleep(0)  # other work runs between chunks
             yield RawBatches([data])  # type: ignore[misc]
 
 

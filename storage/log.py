@@ -520,12 +520,11 @@ class PartitionLog:
                     consumed = h.size
                 pos += consumed
 
-    def iter_chunks(self, max_bytes: int = 1 << 20) -> Iterator[bytes]:
-        """Every visible batch from the log start, as buffers of whole batches (about
-        ``max_bytes`` each, one batch at least), cut where the segment index says batches
-        start: replay walks them itself, no header object or copy per batch.
-
-        Reads the files synchronously: iterate it in a thread (or before serving requests)."""
+    def replay_regions(self, max_bytes: int = 1 << 20) -> Iterator[tuple[int, int, int]]:
+        """Every visible batch from the log start as (fd, position, size) regions of whole
+        batches (about ``max_bytes`` each, one batch at least), cut where the segment index
+        says batches start, for ``read_region``: replay walks the batches itself, no header
+        object or copy per batch. Cheap (no I/O): iterate it on the loop."""
         hw = self._hw
         for seg in list(self._segments):
             visible = bisect_left(seg.last_offsets, hw)
@@ -533,19 +532,11 @@ class PartitionLog:
                 continue
             positions = seg.positions
             end = positions[visible] if visible < len(positions) else seg.size
-            fd = seg.fd
             i = 0
             while i < visible:
                 pos = positions[i]
                 i = bisect_right(positions, pos + max_bytes, i + 1, visible)
-                stop = positions[i] if i < visible else end
-                data = os.pread(fd, stop - pos, pos)
-                while len(data) < stop - pos:  # a short read
-                    more = os.pread(fd, stop - pos - len(data), pos + len(data))
-                    if not more:
-                        raise KafkaStorageError(f"{self}: segment shorter than its index")
-                    data += more
-                yield data
+                yield seg.fd, pos, (positions[i] if i < visible else end) - pos
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp``. Reads one
@@ -730,6 +721,31 @@ class PartitionLog:
             shutil.rmtree(self.directory, ignore_errors=True)
 
         await self._writer.call(work)
+
+
+def read_region(fd: int, position: int, size: int, *, nowait: bool = False) -> bytes | None:
+    """``size`` bytes at ``position``. With ``nowait`` only what the page cache holds is read
+    (RWF_NOWAIT: safe on the event loop) and None is returned unless that is all of it; else
+    it may block on the disk (call it in a thread)."""
+    if nowait:
+        if _RWF_NOWAIT is None:
+            return None
+        buf = bytearray(size)
+        try:
+            n = os.preadv(fd, [buf], position, _RWF_NOWAIT)
+        except OSError:  # EAGAIN (not cached), EOPNOTSUPP (file system)...
+            return None
+        return bytes(buf) if n == size else None
+    data = os.pread(fd, size, position)
+    while len(data) < size:  # a short read
+        more = os.pread(fd, size - len(data), position + len(data))
+        if not more:
+            raise KafkaStorageError(f"fd {fd}: segment shorter than its index")
+        data += more
+    return data
+
+
+_RWF_NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)
 
 
 def _close_all(fds: list[int]) -> None:
