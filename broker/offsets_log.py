@@ -11,7 +11,7 @@ from kafkette.coordinator.log import TxnMarker, TxnRecordKey
 from kafkette.coordinator.offset_replay import RawBatches
 from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.records import build_batch, parse_batch_header
-from kafkette.storage.log import read_region
+from kafkette.storage.segment import read_region
 
 OFFSETS_TOPIC = "__consumer_offsets"
 

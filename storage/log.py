@@ -723,31 +723,6 @@ class PartitionLog:
         await self._writer.call(work)
 
 
-def read_region(fd: int, position: int, size: int, *, nowait: bool = False) -> bytes | None:
-    """``size`` bytes at ``position``. With ``nowait`` only what the page cache holds is read
-    (RWF_NOWAIT: safe on the event loop) and None is returned unless that is all of it; else
-    it may block on the disk (call it in a thread)."""
-    if nowait:
-        if _RWF_NOWAIT is None:
-            return None
-        buf = bytearray(size)
-        try:
-            n = os.preadv(fd, [buf], position, _RWF_NOWAIT)
-        except OSError:  # EAGAIN (not cached), EOPNOTSUPP (file system)...
-            return None
-        return bytes(buf) if n == size else None
-    data = os.pread(fd, size, position)
-    while len(data) < size:  # a short read
-        more = os.pread(fd, size - len(data), position + len(data))
-        if not more:
-            raise KafkaStorageError(f"fd {fd}: segment shorter than its index")
-        data += more
-    return data
-
-
-_RWF_NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)
-
-
 def _close_all(fds: list[int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
