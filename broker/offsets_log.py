@@ -45,11 +45,13 @@ class PartitionOffsetsLog:
         rest in a thread (a round trip per chunk doubled the replay time of a cached log)."""
         for fd, position, size in self.plog.replay_regions():
             data = read_region(fd, position, size, nowait=True)
+            cached = data is not None
             if data is None:
                 data = await asyncio.to_thread(read_region, fd, position, size)
-            else:
-                await asyncio.sleep(0)  # other work runs between chunks
             yield RawBatches([data])  # type: ignore[misc]
+            del data  # before other partitions' loads run: one chunk held at a time
+            if cached:
+                await asyncio.sleep(0)  # other work runs between chunks
 
 
 def _transactional_batches(records: Sequence[tuple[Any, bytes | None]], compression: int

@@ -50,10 +50,15 @@ class RawBatches:
     def __init__(self, buffers: list[bytes]) -> None:
         self.buffers = buffers
 
-    def batches(self) -> Iterator[tuple[int, int, int, int, bytes]]:
-        """(attributes, producer id, producer epoch, record count, batch bytes)."""
+    def batches(self, consume: bool = False) -> Iterator[tuple[int, int, int, int, bytes]]:
+        """(attributes, producer id, producer epoch, record count, batch bytes). ``consume``:
+        the buffers are released as they are walked (a log load holds one chunk per
+        partition otherwise: its loop variable keeps the last one while the others load)."""
         unpack = _HEADER.unpack_from
-        for buf in self.buffers:
+        buffers = self.buffers
+        if consume:
+            self.buffers = []
+        for buf in buffers:
             pos, end = 0, len(buf)
             while end - pos >= HEADER_SIZE:
                 (_base, length, _ple, _magic, _crc, attrs, _delta, _ts, _max_ts, pid, epoch,
@@ -84,9 +89,10 @@ class RawBatches:
 
 
 def replay_batches(shard: GroupCoordinatorShard, chunk: RawBatches) -> int:
-    """Apply every batch of ``chunk`` in log order; returns how many records."""
+    """Apply every batch of ``chunk`` in log order (consuming it); returns how many
+    records."""
     count = 0
-    for attrs, pid, epoch, n, batch in chunk.batches():
+    for attrs, pid, epoch, n, batch in chunk.batches(consume=True):
         if attrs & _CONTROL:
             kind = control_type(batch)
             if kind >= 0:
