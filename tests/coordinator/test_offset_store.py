@@ -285,3 +285,17 @@ def test_undecodable_key_in_a_bulk_shaped_batch_goes_record_by_record(caplog: An
         state = _both([build_batch(recs)], recs)
     assert list(state) == ["groups", "unstable"]
     assert sum("undecodable" in r.message for r in caplog.records) == 2 * 100
+
+
+def test_small_batch_parser_matches_key_values() -> None:
+    from kafkette.coordinator.offset_replay import _plain_records
+    from kafkette.protocol.records import Record, key_values
+
+    key = encode_offset_key("g" * 100, "t" * 100, 3)  # two-byte length varints
+    plain = build_batch([(key, value(1)), (None, b"x"), (key, None)])
+    assert _plain_records(plain, 3) == [kv for kv in key_values(plain) if kv[0] is not None]
+    with_headers = build_batch([Record(0, TS, key, value(2), [("h", b"v")])])
+    assert _plain_records(with_headers, 1) is None  # left to key_values
+    assert _plain_records(plain, 2) is None  # a count that does not match the bytes
+    assert _plain_records(plain[:-3], 3) is None  # truncated
+    _both([plain, with_headers], [(key, value(1)), (key, None), (key, value(2))])
