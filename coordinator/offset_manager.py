@@ -1,9 +1,9 @@
 """Committed offsets of one shard (Kafka's OffsetMetadataManager): commit, fetch, delete,
 expire, and the replay of offset records.
 
-Offsets are kept as their record value bytes and decoded when read: loading a large log only
-stores bytes. Offset keys whose prefix (version, group, topic) was seen before take a fast path
-that decodes no name (``parts_by_prefix``).
+Offsets are held per (group, topic) in a compact TopicOffsets (offset_store.py). Offset keys
+whose prefix (version, group, topic) was seen before take a fast path that decodes no name
+(``parts_by_prefix``); replay of whole record batches is in offset_replay.py.
 """
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kafkette.protocol.group_records import (
-    OffsetCommitKey,
-    OffsetCommitValue,
-    RecordDecodeError,
-    decode_offset_value,
-)
+from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue
 
 from . import errors as E
 from . import records as R
 from .errors import CoordinatorError
 from .group import ClassicGroup, GroupState
 from .log import RawRecord
+from .offset_store import (
+    MIN_LENGTH_BY_VERSION,
+    NOT_AN_OFFSET,
+    TopicOffsets,
+    plausible_offset_value,
+)
 from .result import Result
 from .txn_offsets import PendingTxnOffsets
 
@@ -49,32 +50,21 @@ def java_length(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
 
-# Shortest OffsetCommitValue per version (empty metadata): v0/v2 offset+metadata+commit time,
-# v1 + expire time, v3 + leader epoch, v4 flexible (compact string, tag buffer).
-_MIN_VALUE_LENGTH = (20, 28, 20, 24, 24)
-# The same keyed by the value's version bytes, for replay's inlined check.
-MIN_LENGTH_BY_VERSION = {v.to_bytes(2, "big"): n for v, n in enumerate(_MIN_VALUE_LENGTH)}
-NOT_AN_OFFSET = 1 << 62
-
-
-def plausible_offset_value(value: bytes) -> bool:
-    """What replay checks before storing an offset's value bytes (decoded only when read): a
-    known OffsetCommitValue version (0-4) and at least that version's fixed fields. An offset
-    that fails this keeps its previous value; one that passes but does not decode reads as
-    missing."""
-    n = len(value)
-    return n >= 20 and value[0] == 0 and value[1] <= 4 and n >= _MIN_VALUE_LENGTH[value[1]]
+__all__ = ["MIN_LENGTH_BY_VERSION", "NOT_AN_OFFSET", "CommitPartition", "FetchedTopic",
+           "OffsetMetadataManager", "plausible_offset_value"]
 
 
 class OffsetMetadataManager:
     def __init__(self, partition: int, metadata_max_bytes: int) -> None:
         self.partition = partition
         self.metadata_max_bytes = metadata_max_bytes
-        # group -> topic -> partition -> OffsetCommitValue bytes
-        self.offsets: dict[str, dict[str, dict[int, bytes]]] = {}
-        # OffsetCommitKey bytes without the partition -> the partition dict those keys fill
-        # (valid while that dict and its group exist: cleared whenever one is removed)
-        self.parts_by_prefix: dict[bytes, dict[int, bytes]] = {}
+        # group -> topic -> committed offsets
+        self.offsets: dict[str, dict[str, TopicOffsets]] = {}
+        # OffsetCommitKey bytes without the partition -> the TopicOffsets those keys fill
+        # (valid while it and its group exist: cleared whenever one is removed)
+        self.parts_by_prefix: dict[bytes, TopicOffsets] = {}
+        # rest bytes -> table entry, shared by the topics of one commit (cleared when large)
+        self.shared_entries: dict[bytes, OffsetCommitValue] = {}
         self.txn = PendingTxnOffsets()  # TxnOffsetCommit records waiting for their marker
 
     # Replay ----------------------------------------------------------------------------------
@@ -85,8 +75,11 @@ class OffsetMetadataManager:
         if not plausible_offset_value(value):
             self.skip_undecodable(key_bytes)
             return
-        parts = self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})
-        parts[key.partition] = value
+        topics = self.offsets.setdefault(key.group, {})
+        parts = topics.get(key.topic)
+        if parts is None:
+            parts = topics[key.topic] = TopicOffsets()
+        parts.put(key.partition, value, self.shared())
         prefix = key_bytes[:-4]
         if self.txn and self.txn.is_open_prefix(prefix):
             if not materialised:
@@ -99,7 +92,7 @@ class OffsetMetadataManager:
             self.txn.supersede(key, key_bytes, drop=True)
         topics = self.offsets.get(key.group)
         parts = topics.get(key.topic) if topics is not None else None
-        if parts is not None and parts.pop(key.partition, None) is not None and not parts:
+        if parts is not None and parts.pop(key.partition) and not parts:
             del topics[key.topic]  # type: ignore[union-attr]
             if not topics:
                 del self.offsets[key.group]
@@ -112,15 +105,17 @@ class OffsetMetadataManager:
     def forget_prefixes(self) -> None:
         self.parts_by_prefix.clear()
 
+    def shared(self) -> dict[bytes, OffsetCommitValue]:
+        """Table entries shared between topics (bounded: cleared when it grows large)."""
+        if len(self.shared_entries) > 4096:
+            self.shared_entries.clear()
+        return self.shared_entries
+
     # Reads -----------------------------------------------------------------------------------
-    def value(self, group_id: str, topic: str, partition: int,
-              data: bytes) -> OffsetCommitValue | None:
-        try:
-            return decode_offset_value(data)
-        except RecordDecodeError as exc:
-            log.warning("ignoring undecodable offset of group %s for %s-%d: %s",
-                        group_id, topic, partition, exc)
-            return None
+    def value(self, group_id: str, topic: str, partition: int) -> OffsetCommitValue | None:
+        """The stored offset of ``partition`` (None if none or undecodable)."""
+        parts = self.offsets.get(group_id, {}).get(topic)
+        return None if parts is None else parts.value(partition)
 
     def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
               group_exists: bool) -> list[FetchedTopic]:
@@ -138,10 +133,9 @@ class OffsetMetadataManager:
             parts = stored.get(topic) if stored else None
             rows = []
             for p in partitions:
-                data = parts.get(p) if parts else None
-                v = None if data is None else self.value(group_id, topic, p, data)
-                if v is not None:
-                    rows.append((p, v.offset, v.leader_epoch, v.metadata, E.NONE))
+                got = parts.get(p) if parts else None
+                if got is not None:
+                    rows.append((p, got[0], got[1], got[2].metadata, E.NONE))
                 elif missing is not None:
                     rows.append((p, *missing))
             out.append((topic, rows))
@@ -190,9 +184,10 @@ class OffsetMetadataManager:
             if group.is_subscribed_to(topic):
                 out.append((topic, [(p, E.GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions]))
                 continue
-            parts = stored.get(topic, {})
-            records.extend(R.offset_tombstone(group.group_id, topic, p)
-                           for p in partitions if p in parts)
+            parts = stored.get(topic)
+            if parts:
+                records.extend(R.offset_tombstone(group.group_id, topic, p)
+                               for p in partitions if p in parts)
             out.append((topic, [(p, E.NONE) for p in partitions]))
         return records, out
 
@@ -204,7 +199,8 @@ class OffsetMetadataManager:
             records.extend(R.offset_tombstone(group_id, topic, p) for p in parts)
         if self.txn:
             for topic, p in sorted(self.txn.unstable(group_id)):
-                if p not in stored.get(topic, ()):
+                parts = stored.get(topic)
+                if parts is None or p not in parts:
                     records.append(R.offset_tombstone(group_id, topic, p))
 
     def delete_partitions(self, topic_partitions: Iterable[tuple[str, int]],
@@ -238,8 +234,7 @@ class OffsetMetadataManager:
             if group.is_subscribed_to(topic):
                 all_expired = False
                 continue
-            for p, data in parts.items():
-                value = self.value(group_id, topic, p, data)
+            for p, _offset, _epoch, value in parts.items():
                 if (topic, p) in unstable:  # a transactional commit is pending: kept (Kafka)
                     all_expired = False
                     continue

@@ -24,13 +24,8 @@ from .events import GroupEventLog
 from .group import GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord, TxnMarker, TxnRecordKey
-from .offset_manager import (
-    MIN_LENGTH_BY_VERSION,
-    NOT_AN_OFFSET,
-    CommitPartition,
-    FetchedTopic,
-    OffsetMetadataManager,
-)
+from .offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
+from .offset_replay import RawBatches, replay_batches
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
 from .runtime import ShardContext
@@ -87,19 +82,22 @@ class GroupCoordinatorShard:
         """Apply records in log order (load and live writes alike); returns how many.
 
         An offset record whose key prefix (version, group, topic) was seen before only stores
-        its value bytes: loading a large log decodes each group and topic name once."""
-        cached = self.offset_manager.parts_by_prefix
-        min_length = MIN_LENGTH_BY_VERSION.get  # plausible_offset_value, inlined
+        its value: loading a large log decodes each group and topic name once. A log read's
+        RawBatches go to offset_replay.py (whole batches of commits in bulk)."""
+        if type(records) is RawBatches:
+            return replay_batches(self, records)
+        om = self.offset_manager
+        cached = om.parts_by_prefix
+        shared = om.shared()
         count = 0
         for key, value in records:
             count += 1
             if value is not None:
                 parts = cached.get(key[:-4])
                 if parts is not None:
-                    if len(value) >= min_length(value[:2], NOT_AN_OFFSET):
-                        parts[int.from_bytes(key[-4:], "big", signed=True)] = value
-                    else:
-                        self.offset_manager.skip_undecodable(key)
+                    if not parts.put(int.from_bytes(key[-4:], "big", signed=True), value,
+                                     shared):
+                        om.skip_undecodable(key)
                     continue
             self._replay_decoded(key, value)
         return count

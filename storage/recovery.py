@@ -92,14 +92,19 @@ def sync_dir(directory: Path) -> None:
 # Segment recovery -------------------------------------------------------------------------------
 
 def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: int,
-                  now: int) -> list[Segment]:
-    """Open and index every segment of ``plog`` (in a thread, before the log is used)."""
+                  now: int, names: list[str] | None = None) -> list[Segment]:
+    """Open and index every segment of ``plog`` (in a thread, before the log is used);
+    ``names``: the directory's file names if the caller listed it already."""
     directory = plog.directory
     name = f"{plog.topic}-{plog.partition}"
+    if names is None:
+        names = os.listdir(directory)
+    present = set(names)
     files: list[tuple[int, Path]] = []
-    for path in sorted(directory.glob("*.log")):
-        with contextlib.suppress(ValueError):
-            files.append((int(path.stem), path))
+    for file_name in sorted(names):
+        if file_name.endswith(".log") and not file_name.startswith("."):
+            with contextlib.suppress(ValueError):
+                files.append((int(file_name[:-4]), directory / file_name))
     segments: list[Segment] = []
     for i, (base, path) in enumerate(files):
         next_base = files[i + 1][0] if i + 1 < len(files) else None
@@ -112,7 +117,8 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
         aborted: list[bytes] = []  # .txnindex entries of the ABORT markers in this segment
         valid, problem = scan_segment(seg.fd, verify=unflushed or next_base is None,
                                       on_batch=_indexer(plog, seg, aborted), base_offset=base)
-        txn_index.rewrite(directory, base, aborted)
+        if aborted or segment_name(base, txn_index.SUFFIX) in present:
+            txn_index.rewrite(directory, base, aborted)
         seg.size = valid
         seg.sealed = next_base is not None
         if problem is None:

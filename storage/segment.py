@@ -8,6 +8,7 @@ written when a segment is sealed so tools that read Kafka's layout find them.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from array import array
@@ -138,3 +139,28 @@ def scan_segment(fd: int, verify: bool, on_batch: Callable[[BatchHeader, int], N
         next_offset = header.last_offset + 1
         pos += size
     return pos, None
+
+
+def read_region(fd: int, position: int, size: int, *, nowait: bool = False) -> bytes | None:
+    """``size`` bytes at ``position``. With ``nowait`` only what the page cache holds is read
+    (RWF_NOWAIT: safe on the event loop) and None is returned unless that is all of it; else
+    it may block on the disk (call it in a thread)."""
+    if nowait:
+        if _RWF_NOWAIT is None:
+            return None
+        buf = bytearray(size)
+        try:
+            n = os.preadv(fd, [buf], position, _RWF_NOWAIT)
+        except OSError:  # EAGAIN (not cached), EOPNOTSUPP (file system)...
+            return None
+        return bytes(buf) if n == size else None
+    data = os.pread(fd, size, position)
+    while len(data) < size:  # a short read
+        more = os.pread(fd, size - len(data), position + len(data))
+        if not more:
+            raise OSError(errno.EIO, f"fd {fd}: segment shorter than its index")
+        data += more
+    return data
+
+
+_RWF_NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)

@@ -1,0 +1,345 @@
+"""Replay of ``__consumer_offsets`` as whole record batches (issue 20: one pass, no per-record
+objects for offset commits).
+
+A log read yields ``RawBatches``: buffers of whole v2 batches. Control batches become TxnMarker
+and transactional batches TxnRecordKey records, replayed one by one as before. A plain batch
+of offset commits, as one OffsetCommit request writes them (one group and topic, the same value
+but for partition, offset and leader epoch, consecutive offset deltas, timestamp delta 0, no
+headers), is checked byte for byte against its first record with a few strided slice
+comparisons and stored in bulk with ``struct.iter_unpack``: no key, value or tuple object per
+record in Python. Any other batch (other layouts, several groups or topics, tombstones, group
+records, open transactions on the topic, values that fail the plausibility check, compressed
+or not) takes the per-record path, ``GroupCoordinatorShard.replay_all``.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+from kafkette.protocol.control_records import COMMIT, control_type
+from kafkette.protocol.records import HEADER_SIZE, LOG_OVERHEAD, decompress, key_values
+
+from .log import TxnMarker, TxnRecordKey
+from .offset_store import MIN_LENGTH_BY_VERSION, NOT_AN_OFFSET, REST_START
+
+# The shard (coordinator/shard.py, which imports this module): offset_manager and replay_all.
+GroupCoordinatorShard = Any
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+_MIN_BULK = 8  # smaller batches: per record
+_MAX_BULK = 8192  # offset deltas of two bytes at most
+# Offset delta columns (zigzag varints) of records 0..63 (one byte) and 64..8191 (two bytes).
+_DELTA1 = bytes(2 * i for i in range(64))
+_DELTA2_LO = bytes(((2 * i) & 0x7F) | 0x80 for i in range(_MAX_BULK))
+_DELTA2_HI = bytes((2 * i) >> 7 for i in range(_MAX_BULK))
+_SWAP = sys.byteorder == "little"  # record fields are big endian
+
+
+class RawBatches:
+    """One chunk of a log read: buffers of whole v2 batches. Iterating gives the records as
+    ``CoordinatorLog.read`` defines them (TxnMarker/TxnRecordKey for transactions)."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self, buffers: list[bytes]) -> None:
+        self.buffers = buffers
+
+    def batches(self, consume: bool = False) -> Iterator[tuple[int, int, int, int, bytes]]:
+        """(attributes, producer id, producer epoch, record count, batch bytes). ``consume``:
+        the buffers are released as they are walked (a log load holds one chunk per
+        partition otherwise: its loop variable keeps the last one while the others load)."""
+        unpack = _HEADER.unpack_from
+        buffers = self.buffers
+        if consume:
+            self.buffers = []
+        for buf in buffers:
+            pos, end = 0, len(buf)
+            while end - pos >= HEADER_SIZE:
+                (_base, length, _ple, _magic, _crc, attrs, _delta, _ts, _max_ts, pid, epoch,
+                 _seq, count) = unpack(buf, pos)
+                size = length + LOG_OVERHEAD
+                if length < HEADER_SIZE - LOG_OVERHEAD or end - pos < size:
+                    return
+                yield attrs, pid, epoch, count, buf[pos:pos + size]
+                pos += size
+
+    def __iter__(self) -> Iterator[tuple[Any, bytes | None]]:
+        for attrs, pid, epoch, _count, batch in self.batches():
+            if attrs & _CONTROL:
+                kind = control_type(batch)
+                if kind >= 0:
+                    yield TxnMarker(pid, epoch, kind == COMMIT), None
+            elif attrs & _TRANSACTIONAL:
+                for k, v in key_values(batch):
+                    if k is not None:
+                        yield TxnRecordKey(pid, epoch, k), v
+            else:
+                for kv in key_values(batch):
+                    if kv[0] is not None:
+                        yield kv
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def replay_batches(shard: GroupCoordinatorShard, chunk: RawBatches) -> int:
+    """Apply every batch of ``chunk`` in log order (consuming it); returns how many
+    records."""
+    count = 0
+    for attrs, pid, epoch, n, batch in chunk.batches(consume=True):
+        if attrs & _CONTROL:
+            kind = control_type(batch)
+            if kind >= 0:
+                count += shard.replay_all(((TxnMarker(pid, epoch, kind == COMMIT), None),))
+        elif attrs & _TRANSACTIONAL:
+            count += shard.replay_all([(TxnRecordKey(pid, epoch, k), v)
+                                       for k, v in key_values(batch) if k is not None])
+        elif _MIN_BULK <= n <= _MAX_BULK and _bulk(shard, batch, attrs & 0x07, n):
+            count += n
+        else:
+            records = None if attrs & 0x07 else _plain_records(batch, n)
+            if records is None:
+                records = [kv for kv in key_values(batch) if kv[0] is not None]
+            count += shard.replay_all(records)
+    return count
+
+
+def _plain_records(batch: bytes, n: int) -> list[tuple[bytes, bytes | None]] | None:
+    """(key, value) of the ``n`` records of an uncompressed batch without headers (records
+    with a null key left out, as ``key_values`` does), or None for anything else: a lean
+    ``key_values`` for the small batches single commits write."""
+    out: list[tuple[bytes, bytes | None]] = []
+    pos = HEADER_SIZE
+    try:
+        for _ in range(n):
+            b = batch[pos]
+            if b < 0x80:
+                if b & 1:  # a negative length
+                    return None
+                end = pos + 1 + (b >> 1)
+                pos += 2  # the length and the attributes byte
+            else:
+                length, pos = _varint(batch, pos)
+                if length < 0:
+                    return None
+                end = pos + length
+                pos += 1
+            while batch[pos] & 0x80:  # timestamp delta
+                pos += 1
+            pos += 1
+            while batch[pos] & 0x80:  # offset delta
+                pos += 1
+            pos += 1
+            b = batch[pos]
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                klen, pos = _varint(batch, pos)
+            key = None
+            if klen >= 0:
+                key = batch[pos:pos + klen]
+                pos += klen
+            b = batch[pos]
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                vlen, pos = _varint(batch, pos)
+            value = None
+            if vlen >= 0:
+                value = batch[pos:pos + vlen]
+                pos += vlen
+            if pos + 1 != end or batch[pos] != 0 or end > len(batch):  # headers, bad lengths
+                return None
+            pos = end
+            if key is not None:
+                out.append((key, value))
+    except IndexError:
+        return None
+    return out if pos == len(batch) else None
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 28:
+            raise IndexError("varint too long")
+
+
+def _record(data: bytes, start: int, delta_bytes: int
+            ) -> tuple[int, int, int, int, int, int] | None:
+    """(size, offset-delta column, key start, key end, value start, value end) of the record
+    at ``start`` if it has the layout bulk replay handles."""
+    length, pos = _varint(data, start)
+    end = pos + length
+    if data[pos + 1] != 0:  # timestamp delta 0
+        return None
+    delta_col = pos + 2 - start
+    pos += 2 + delta_bytes
+    klen, pos = _varint(data, pos)
+    if klen < 10:
+        return None
+    kstart, pos = pos, pos + klen
+    vlen, pos = _varint(data, pos)
+    if vlen < 0:
+        return None
+    vstart, pos = pos, pos + vlen
+    if pos + 1 != end or data[pos] != 0 or end > len(data):  # no headers
+        return None
+    return end - start, delta_col, kstart, kstart + klen, vstart, pos
+
+
+# (first key, first value, value head length, first partition if consecutive, partitions,
+# offsets, leader epochs)
+_Run = tuple[bytes, bytes, int, int | None, array, array, array]
+
+
+def _column(seg: bytes, col: int, width: int, size: int, typecode: str
+            ) -> tuple[array, list[bytes]]:
+    """The big-endian field of ``width`` bytes at ``col`` of every ``size``-byte record, as an
+    array, and its byte columns (gathered with strided slices: no object per record)."""
+    cols = [seg[c::size] for c in range(col, col + width)]
+    out = bytearray(len(cols[0]) * width)
+    for j, c in enumerate(cols):
+        out[j::width] = c
+    values = array(typecode)
+    values.frombytes(out)
+    if _SWAP:
+        values.byteswap()
+    return values, cols
+
+
+_CONSECUTIVE_MAX = 1 << 16
+_consecutive_be: list[bytes] = []
+
+
+def _consecutive() -> bytes:
+    """Big-endian int32 0, 1, ... 65535 (built on first use)."""
+    if not _consecutive_be:
+        values = array("i", range(_CONSECUTIVE_MAX))
+        if _SWAP:
+            values.byteswap()
+        _consecutive_be.append(values.tobytes())
+    return _consecutive_be[0]
+
+
+def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
+    """Check records ``first``..``first + k - 1`` (starting at byte ``start``) against the first
+    of them (all bytes but partition, offset, leader epoch and offset delta equal); on success
+    add the run to ``plan`` and return where it ends (-1: not a bulk run)."""
+    wide = first >= 64
+    rec = _record(data, start, 2 if wide else 1)
+    if rec is None:
+        return -1
+    size, delta_col, kstart, kend, vstart, vend = rec
+    key = data[kstart:kend]
+    value = data[vstart:vend]
+    version = value[:2]
+    if key[:2] not in (b"\x00\x00", b"\x00\x01") or \
+            len(value) < MIN_LENGTH_BY_VERSION.get(version, NOT_AN_OFFSET):
+        return -1
+    stop = start + size * k
+    seg = data[start:stop]
+    if len(seg) != size * k:
+        return -1
+    head = REST_START[version]
+    pcol, ocol = kend - 4 - start, vstart + 2 - start
+    expected = bytearray(seg[:size] * k)
+    if wide:
+        expected[delta_col::size] = _DELTA2_LO[first:first + k]
+        expected[delta_col + 1::size] = _DELTA2_HI[first:first + k]
+    else:
+        expected[delta_col::size] = _DELTA1[first:first + k]
+    offsets, cols = _column(seg, ocol, 8, size, "q")
+    for c, col in enumerate(cols, ocol):
+        expected[c::size] = col
+    # The common case: consecutive partitions, one leader epoch (the first record's).
+    p0 = int.from_bytes(key[-4:], "big", signed=True)
+    epoch = int.from_bytes(value[10:14], "big", signed=True) if head == 14 else -1
+    if p0 >= 0 and p0 + k <= _CONSECUTIVE_MAX:
+        consecutive = _consecutive()[4 * p0:4 * (p0 + k)]
+        for j in range(4):
+            expected[pcol + j::size] = consecutive[j::4]
+        if expected == seg:
+            plan.append((key, value, head, p0, array("i"), offsets, array("i", (epoch,)) * k))
+            return stop
+    parts, cols = _column(seg, pcol, 4, size, "i")
+    for c, col in enumerate(cols, pcol):
+        expected[c::size] = col
+    if head == 14:
+        epochs, cols = _column(seg, ocol + 8, 4, size, "i")
+        for c, col in enumerate(cols, ocol + 8):
+            expected[c::size] = col
+    else:
+        epochs = array("i", (-1,)) * k
+    if expected != seg:
+        return -1
+    plan.append((key, value, head, None, parts, offsets, epochs))
+    return stop
+
+
+def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> bool:
+    """Replay a plain batch of ``n`` records in bulk; False (nothing applied) if it does not
+    have the layout."""
+    if codec:
+        try:
+            data = decompress(memoryview(batch)[HEADER_SIZE:], codec)
+        except Exception:  # noqa: BLE001 - the per-record path reports it as it always did
+            return False
+        start = 0
+    else:
+        data, start = batch, HEADER_SIZE
+    plan: list[_Run] = []
+    try:
+        pos = _run(data, start, 0, min(n, 64), plan)
+        if pos >= 0 and n > 64:
+            pos = _run(data, pos, 64, n - 64, plan)
+    except (IndexError, struct.error):
+        return False
+    if pos != len(data):
+        return False
+    om = shard.offset_manager
+    cached = om.parts_by_prefix
+    for key, value, head, p0, parts, offsets, epochs in plan:
+        prefix = key[:-4]
+        topic = cached.get(prefix) if p0 is not None else None
+        if topic is not None and topic.set_run(
+                p0, offsets, epochs, topic.meta_index(value[:2] + value[head:], om.shared())):
+            continue
+        if p0 is not None:
+            parts = array("i", range(p0, p0 + len(offsets)))
+        topic = cached.get(prefix)
+        if topic is None:  # first sight of (group, topic): its first record sets it up
+            shard.replay_all(((key, value),))
+            topic = cached.get(prefix)
+            if topic is None:  # open transactions, an undecodable key...: per record
+                shard.replay_all(_records(prefix, value[:2], value[head:], head == 14, parts,
+                                          offsets, epochs)[1:])
+                continue
+        meta = topic.meta_index(value[:2] + value[head:], om.shared())
+        if p0 is not None and topic.set_run(p0, offsets, epochs, meta):
+            continue
+        for p, o, e in zip(parts, offsets, epochs, strict=True):
+            topic.set(p, o, e, meta)
+    return True
+
+
+def _records(prefix: bytes, version: bytes, rest: bytes, has_epoch: bool, parts: array,
+             offsets: array, epochs: array) -> list[tuple[bytes, bytes]]:
+    """The records of a checked run again, as (key, value) bytes."""
+    i32, i64 = struct.Struct(">i").pack, struct.Struct(">q").pack
+    return [(prefix + i32(p), version + i64(o) + (i32(e) if has_epoch else b"") + rest)
+            for p, o, e in zip(parts, offsets, epochs, strict=True)]
