@@ -52,9 +52,11 @@ from .target import build_target_assignment
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HeartbeatRequest:
-    """ConsumerGroupHeartbeat v0/v1 fields; None / -1 = unchanged since the last heartbeat."""
+    """ConsumerGroupHeartbeat v0/v1 fields; None / -1 = unchanged since the last heartbeat.
+    Treated as immutable (``replace``); not frozen: one is built per heartbeat, and a frozen
+    dataclass's __init__ costs several times more."""
     group_id: str
     member_id: str
     member_epoch: int
@@ -93,8 +95,8 @@ class HeartbeatSettings:
         return self.assignors[0]
 
 
-@dataclass(frozen=True, slots=True)
-class HeartbeatResult:
+@dataclass(slots=True)
+class HeartbeatResult:  # immutable by convention; not frozen (built per heartbeat, see above)
     records: list[Record]
     member_id: str
     member_epoch: int
@@ -212,6 +214,10 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
     group has members.
     """
     validate_request(request, settings.assignor_names)
+    if group is not None and not metadata_changed and metadata_changed is not None:
+        steady = _steady(group, request, settings)
+        if steady is not None:
+            return steady
     if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
         if group is None:
             raise CoordinatorError(GROUP_ID_NOT_FOUND,
@@ -262,7 +268,43 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
         metadata_refreshed_epoch=applied.metadata_refreshed_epoch)
 
 
-@dataclass(frozen=True, slots=True)
+def _steady(group: ConsumerGroup, request: HeartbeatRequest, settings: HeartbeatSettings
+            ) -> HeartbeatResult | None:
+    """The regular heartbeat, answered without the general path: a known member at its
+    current epoch, nothing in the request changes it, fully reconciled to a target that is
+    current (group epoch = assignment epoch), no regexes, subscription metadata not stale.
+    The general path gives the same answer (no records, same epoch); None = take it."""
+    member_epoch = request.member_epoch
+    if member_epoch <= 0:
+        return None
+    if request.instance_id is None:
+        member = group.members.get(request.member_id)
+    else:
+        member = group.static_member(request.instance_id)
+    if member is None or member.member_id != request.member_id \
+            or member.member_epoch != member_epoch or group.has_regex_subscribers:
+        return None
+    epoch = group.assignment_epoch
+    if group.group_epoch != epoch or not member.is_reconciled_to(epoch):
+        return None
+    if member.with_request(
+            instance_id=request.instance_id, rack_id=request.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscribed_topic_names=request.subscribed_topic_names,
+            subscribed_topic_regex=request.subscribed_topic_regex,
+            server_assignor=request.server_assignor,
+            client_id=request.client_id, client_host=request.client_host) is not member:
+        return None
+    full = (request.rebalance_timeout_ms != -1 and request.owned is not None
+            and (request.subscribed_topic_names is not None
+                 or request.subscribed_topic_regex is not None))
+    return HeartbeatResult(
+        records=[], member_id=member.member_id, member_epoch=member_epoch,
+        heartbeat_interval_ms=settings.heartbeat_interval_ms,
+        assignment=member.assigned_partitions if full else None)
+
+
+@dataclass(slots=True)
 class AppliedUpdate:
     member: ConsumerGroupMember  # reconciled
     arm_rebalance_timeout_ms: int | None
