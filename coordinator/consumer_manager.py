@@ -283,6 +283,8 @@ class ConsumerGroupManager:
         if result.regex_refresh_needed:
             def on_durable() -> None:
                 self._schedule_regex_refresh(group_id)
+        if not records and not prefix:  # the regular heartbeat
+            return Result((), result, on_durable=on_durable)
         return Result(prefix + encode_records(records), result, on_durable=on_durable)
 
     def _metadata_expired(self, group: ConsumerGroup | None, version: int) -> bool:

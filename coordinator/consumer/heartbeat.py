@@ -114,14 +114,18 @@ class HeartbeatResult:  # immutable by convention; not frozen (built per heartbe
     metadata_refreshed_epoch: int | None = None
 
 
+def _invalid(message: str) -> CoordinatorError:
+    return CoordinatorError(INVALID_REQUEST, message)
+
+
+def _blank(value: str | None) -> bool:
+    return value is not None and not value.strip()
+
+
 def validate_request(request: HeartbeatRequest, assignor_names: Sequence[str]) -> None:
     """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, same order and messages."""
-    def invalid(message: str) -> CoordinatorError:
-        return CoordinatorError(INVALID_REQUEST, message)
-
-    def blank(value: str | None) -> bool:
-        return value is not None and not value.strip()
-
+    invalid = _invalid
+    blank = _blank
     epoch = request.member_epoch
     if ((request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
          or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and blank(request.member_id)):
