@@ -414,6 +414,11 @@ class ConsumerGroupManager:
 
     def _apply_timers(self, group_id: str, result: HeartbeatResult) -> None:
         member_id = result.member_id
+        if result.arm_session_timeout and result.replaced_member_id is None \
+                and result.arm_rebalance_timeout_ms is None \
+                and not (result.cancel_timers or result.cancel_rebalance_timeout):
+            self._arm_session(group_id, member_id)  # the regular heartbeat
+            return
         if result.replaced_member_id is not None:
             self._cancel_timers(group_id, result.replaced_member_id)
         if result.cancel_timers:

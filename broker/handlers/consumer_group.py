@@ -56,11 +56,24 @@ def _interval(interval_ms: int) -> timedelta:
     return timedelta(milliseconds=interval_ms)
 
 
+@lru_cache(maxsize=4096)
+def _steady_response(version: int, member_id: str, member_epoch: int, interval_ms: int):
+    """The answer without an assignment (immutable, so one object per member and epoch)."""
+    response_cls = _heartbeat_types(version)[0]
+    return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
+                        member_id=member_id, member_epoch=member_epoch,
+                        heartbeat_interval=_interval(interval_ms), assignment=None)
+
+
 def _heartbeat_response(version: int, answer: Any):
     # Built directly (not with ``make``): every version 0-1 field is set, and this is the
     # steady-state answer every member gets every heartbeat interval.
-    response_cls, assignment_cls, tp_cls = _heartbeat_types(version)
     code, message, result = answer
+    if result is not None and result.assignment is None and len(result.member_id) <= 64:
+        # (ids are client-chosen: only ordinary ones are kept, so the cache stays small)
+        return _steady_response(version, result.member_id, result.member_epoch,
+                                result.heartbeat_interval_ms)
+    response_cls, assignment_cls, tp_cls = _heartbeat_types(version)
     if result is None:
         return response_cls(throttle_time=ZERO, error_code=ErrorCode(code),
                             error_message=message, member_id=None, member_epoch=0,
