@@ -266,8 +266,10 @@ def test_regex_subscription_resolves_and_follows_new_topics():
     got = shard.hb("m1", 2, owned=got.assignment)
     assert got.assignment == make_assignment({FOO: range(6), uuid.UUID(int=7): [0, 1]})
     # the last subscriber leaves: the regex record is tombstoned
+    assert group.has_regex_subscribers
     left = shard.hb("m1", -1)
     assert "RegularExpression-" in kinds(left) and group.resolved_regexes == {}
+    assert not group.has_regex_subscribers and group.regex_subscribers() == {}
 
 
 def test_fence_member_of_a_gone_member_is_empty():
