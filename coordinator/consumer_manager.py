@@ -106,6 +106,9 @@ class ConsumerGroupManager:
         self.groups: dict[str, ConsumerGroup] = {}
         self.settings = self.config.heartbeat_settings()
         self._regex_refreshed_at: dict[str, int] = {}
+        # group id -> (topics metadata version, group epoch) when its subscription metadata
+        # was last computed: Kafka's metadata refresh deadline (soft state, never written)
+        self._metadata_refreshed: dict[str, tuple[int, int]] = {}
         self._join_timers: set[tuple[str, str]] = set()  # classic members asked to rejoin
 
     @property
@@ -123,6 +126,7 @@ class ConsumerGroupManager:
         replay_record(self.groups, key, value)
         if value is None and key.group not in self.groups:
             self._regex_refreshed_at.pop(key.group, None)
+            self._metadata_refreshed.pop(key.group, None)
 
     def on_loaded(self) -> None:
         for group in self.groups.values():
@@ -247,7 +251,7 @@ class ConsumerGroupManager:
         if group is None:
             classic = self.classic.groups.get(group_id)
             if classic is not None and request.member_epoch != 0:
-                validate_request(request, [a.name for a in self.settings.assignors])
+                validate_request(request, self.settings.assignor_names)
                 raise CoordinatorError(E.GROUP_ID_NOT_FOUND,
                                        f"Group {group_id} is not a consumer group.")
             if classic is not None and request.member_epoch == 0:
@@ -256,8 +260,12 @@ class ConsumerGroupManager:
                     group, upgrade = self._upgrade(classic)
                     prefix += encode_records(upgrade)
                     upgraded = classic
+        version = self.topics.metadata_version
         result = heartbeat(group, request, self.settings, self.topics.lookup,
-                           metadata_version=self.topics.metadata_version)
+                           metadata_version=version,
+                           metadata_changed=self._metadata_expired(group, version))
+        if result.metadata_refreshed_epoch is not None:
+            self._metadata_refreshed[group_id] = (version, result.metadata_refreshed_epoch)
         if upgraded is not None and group is not None:
             log.info("classic group %s upgraded to a consumer group at epoch %d", group_id,
                      upgraded.generation)
@@ -275,7 +283,21 @@ class ConsumerGroupManager:
         if result.regex_refresh_needed:
             def on_durable() -> None:
                 self._schedule_regex_refresh(group_id)
+        if not records and not prefix:  # the regular heartbeat
+            return Result((), result, on_durable=on_durable)
         return Result(prefix + encode_records(records), result, on_durable=on_durable)
+
+    def _metadata_expired(self, group: ConsumerGroup | None, version: int) -> bool:
+        """Kafka's ConsumerGroup.hasMetadataExpired. Kafka's refresh interval is unbounded
+        (METADATA_REFRESH_INTERVAL_MS = Integer.MAX_VALUE): a group's subscription metadata is
+        recomputed when a topic changes (onNewMetadataImage -> requestMetadataRefresh; here the
+        TopicView's version, which the broker bumps on topic creation, deletion and growth),
+        when it was never computed by this coordinator (loaded, new), or when the group epoch
+        went back below the one it was computed at (a failed write's records undone)."""
+        if group is None:
+            return True
+        seen = self._metadata_refreshed.get(group.group_id)
+        return seen is None or seen[0] != version or group.group_epoch < seen[1]
 
     def _upgrade(self, classic: ClassicGroup) -> tuple[ConsumerGroup, list[Record]]:
         """A non-empty classic group becomes a consumer group (online upgrade): the group as
@@ -392,6 +414,11 @@ class ConsumerGroupManager:
 
     def _apply_timers(self, group_id: str, result: HeartbeatResult) -> None:
         member_id = result.member_id
+        if result.arm_session_timeout and result.replaced_member_id is None \
+                and result.arm_rebalance_timeout_ms is None \
+                and not (result.cancel_timers or result.cancel_rebalance_timeout):
+            self._arm_session(group_id, member_id)  # the regular heartbeat
+            return
         if result.replaced_member_id is not None:
             self._cancel_timers(group_id, result.replaced_member_id)
         if result.cancel_timers:
@@ -441,6 +468,7 @@ class ConsumerGroupManager:
         (in memory now, its tombstones go first in the join's batch, not replayed)."""
         group = self.groups.pop(group_id)
         self._regex_refreshed_at.pop(group_id, None)
+        self._metadata_refreshed.pop(group_id, None)
         self.context.cancel(_regex_key(group_id))
         return encode_records(group.tombstones())
 

@@ -317,13 +317,9 @@ class GroupCoordinator:
         """(error, message, result) now or once the heartbeat's records are durable."""
         if not self.config.consumer.enabled:
             return (E.UNSUPPORTED_VERSION, "The consumer group protocol is not enabled.", None)
-
-        def failed(exc: BaseException) -> ConsumerHeartbeatAnswer:
-            code = error_code(exc)
-            message = exc.message if isinstance(exc, CoordinatorError) else None
-            return code, message, None
         answer = self._write(request.group_id or "",
-                             lambda s: s.consumer_group_heartbeat(request), failed)
+                             lambda s: s.consumer_group_heartbeat(request),
+                             _consumer_heartbeat_failed)
         if isinstance(answer, asyncio.Future):
             return _then(answer, lambda f: _heartbeat_answer(f.result()))
         return _heartbeat_answer(answer)
@@ -525,6 +521,11 @@ def _heartbeat_error(exc: BaseException) -> int:
 
 
 ConsumerHeartbeatAnswer = tuple[int, "str | None", "HeartbeatResult | None"]
+
+
+def _consumer_heartbeat_failed(exc: BaseException) -> ConsumerHeartbeatAnswer:
+    message = exc.message if isinstance(exc, CoordinatorError) else None
+    return error_code(exc), message, None
 
 
 def _heartbeat_answer(answer: Any) -> ConsumerHeartbeatAnswer:

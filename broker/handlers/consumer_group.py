@@ -6,6 +6,8 @@ Kafka 4.0 does.
 
 from __future__ import annotations
 
+from datetime import timedelta
+from functools import cache, lru_cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -13,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.coordinator.consumer.describe import DescribedTopicPartitions
 from kafkette.coordinator.consumer.heartbeat import HeartbeatRequest
 from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..routes import api
@@ -22,38 +25,68 @@ from .groups import AUTH_OPS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
 
 @api(68, 0, 1)
 def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
-    owned = (None if req.topic_partitions is None
-             else [(tp.topic_id, tp.partitions) for tp in req.topic_partitions])
+    tps = req.topic_partitions
+    names = req.subscribed_topic_names
     request = HeartbeatRequest(
         group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
         instance_id=req.instance_id, rack_id=req.rack_id,
         rebalance_timeout_ms=ms(req.rebalance_timeout),
-        subscribed_topic_names=(None if req.subscribed_topic_names is None
-                                else tuple(req.subscribed_topic_names)),
+        subscribed_topic_names=None if names is None else tuple(names),
         subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),
-        server_assignor=req.server_assignor, owned=HeartbeatRequest.owned_from(owned),
+        server_assignor=req.server_assignor,
+        owned=None if tps is None else HeartbeatRequest.owned_from(
+            [(tp.topic_id, tp.partitions) for tp in tps]),
         api_version=ctx.api_version,
         client_id="null" if ctx.client_id is None else ctx.client_id,
         client_host=ctx.client_host)
-    assignment_cls = item_type(ctx.response_type, "assignment")
-    tp_cls = item_type(assignment_cls, "topic_partitions")
+    version = ctx.api_version
+    return respond_with(coordinator(ctx).consumer_group_heartbeat(request),
+                        lambda answer: _heartbeat_response(version, answer))
 
-    def build(answer: Any):
-        code, message, result = answer
-        if result is None:
-            return make(ctx.response_type, throttle_time=ZERO, error_code=ErrorCode(code),
-                        error_message=message, member_id=None, member_epoch=0,
-                        heartbeat_interval=ZERO, assignment=None)
-        assignment = None
-        if result.assignment is not None:
-            assignment = make(assignment_cls, topic_partitions=tuple(
-                make(tp_cls, topic_id=tid, partitions=tuple(sorted(ps)))
-                for tid, ps in sorted(result.assignment.items())))
-        return make(ctx.response_type, throttle_time=ZERO, error_code=ErrorCode.none,
-                    error_message=None, member_id=result.member_id,
-                    member_epoch=result.member_epoch,
-                    heartbeat_interval=result.heartbeat_interval_ms, assignment=assignment)
-    return respond_with(coordinator(ctx).consumer_group_heartbeat(request), build)
+
+@cache
+def _heartbeat_types(version: int) -> tuple[type, type, type]:
+    response_cls = response_type(68, version)
+    assignment_cls = item_type(response_cls, "assignment")
+    return response_cls, assignment_cls, item_type(assignment_cls, "topic_partitions")
+
+
+@lru_cache(maxsize=64)
+def _interval(interval_ms: int) -> timedelta:
+    return timedelta(milliseconds=interval_ms)
+
+
+@lru_cache(maxsize=4096)
+def _steady_response(version: int, member_id: str, member_epoch: int, interval_ms: int):
+    """The answer without an assignment (immutable, so one object per member and epoch)."""
+    response_cls = _heartbeat_types(version)[0]
+    return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
+                        member_id=member_id, member_epoch=member_epoch,
+                        heartbeat_interval=_interval(interval_ms), assignment=None)
+
+
+def _heartbeat_response(version: int, answer: Any):
+    # Built directly (not with ``make``): every version 0-1 field is set, and this is the
+    # steady-state answer every member gets every heartbeat interval.
+    code, message, result = answer
+    if result is not None and result.assignment is None and len(result.member_id) <= 64:
+        # (ids are client-chosen: only ordinary ones are kept, so the cache stays small)
+        return _steady_response(version, result.member_id, result.member_epoch,
+                                result.heartbeat_interval_ms)
+    response_cls, assignment_cls, tp_cls = _heartbeat_types(version)
+    if result is None:
+        return response_cls(throttle_time=ZERO, error_code=ErrorCode(code),
+                            error_message=message, member_id=None, member_epoch=0,
+                            heartbeat_interval=ZERO, assignment=None)
+    assignment = None
+    if result.assignment is not None:
+        assignment = assignment_cls(topic_partitions=tuple(
+            tp_cls(topic_id=tid, partitions=tuple(sorted(ps)))
+            for tid, ps in sorted(result.assignment.items())))
+    return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
+                        member_id=result.member_id, member_epoch=result.member_epoch,
+                        heartbeat_interval=_interval(result.heartbeat_interval_ms),
+                        assignment=assignment)
 
 
 @api(69, 0, 1)

@@ -101,6 +101,7 @@ class ConsumerGroup:
         self.partition_epochs: dict[uuid.UUID, dict[int, int]] = {}
         self.resolved_regexes: dict[str, ResolvedRegex] = {}
         self.server_assignors: Counter[str] = Counter()
+        self._regex_counts: Counter[str] = Counter()  # regex -> members subscribing (> 0)
 
     # -- derived state ---------------------------------------------------------------------------
 
@@ -167,8 +168,12 @@ class ConsumerGroup:
         return counts
 
     def regex_subscribers(self) -> Counter[str]:
-        return Counter(m.subscribed_topic_regex for m in self.members.values()
-                       if m.subscribed_topic_regex)
+        """Regex -> number of members subscribing to it (a copy the caller may change)."""
+        return Counter(self._regex_counts)
+
+    @property
+    def has_regex_subscribers(self) -> bool:
+        return bool(self._regex_counts)
 
     def is_subscribed_to_topic(self, name: str) -> bool:
         return self.subscribed_topic_names()[name] > 0
@@ -325,6 +330,10 @@ class ConsumerGroup:
                 self.server_assignors[old.server_assignor] -= 1
                 if self.server_assignors[old.server_assignor] <= 0:
                     del self.server_assignors[old.server_assignor]
+            if old.subscribed_topic_regex:
+                self._regex_counts[old.subscribed_topic_regex] -= 1
+                if self._regex_counts[old.subscribed_topic_regex] <= 0:
+                    del self._regex_counts[old.subscribed_topic_regex]
             if old.instance_id and self.static_members.get(old.instance_id) == old.member_id:
                 del self.static_members[old.instance_id]
             self._remove_partition_epochs(old.assigned_partitions, old.member_epoch)
@@ -332,6 +341,8 @@ class ConsumerGroup:
         if new is not None:
             if new.server_assignor:
                 self.server_assignors[new.server_assignor] += 1
+            if new.subscribed_topic_regex:
+                self._regex_counts[new.subscribed_topic_regex] += 1
             if new.instance_id:
                 self.static_members[new.instance_id] = new.member_id
             self._add_partition_epochs(new.assigned_partitions, new.member_epoch)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kafkette.coordinator.assignor.spec import (
     Assignment,
@@ -52,9 +52,11 @@ from .target import build_target_assignment
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HeartbeatRequest:
-    """ConsumerGroupHeartbeat v0/v1 fields; None / -1 = unchanged since the last heartbeat."""
+    """ConsumerGroupHeartbeat v0/v1 fields; None / -1 = unchanged since the last heartbeat.
+    Treated as immutable (``replace``); not frozen: one is built per heartbeat, and a frozen
+    dataclass's __init__ costs several times more."""
     group_id: str
     member_id: str
     member_epoch: int
@@ -81,6 +83,10 @@ class HeartbeatSettings:
     assignors: Sequence[PartitionAssignor]  # first = default (group.consumer.assignors)
     heartbeat_interval_ms: int = 5000
     max_size: int = 2**31 - 1  # group.consumer.max.size
+    assignor_names: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "assignor_names", tuple(a.name for a in self.assignors))
 
     def assignor(self, name: str) -> PartitionAssignor:
         for assignor in self.assignors:
@@ -89,8 +95,8 @@ class HeartbeatSettings:
         return self.assignors[0]
 
 
-@dataclass(frozen=True, slots=True)
-class HeartbeatResult:
+@dataclass(slots=True)
+class HeartbeatResult:  # immutable by convention; not frozen (built per heartbeat, see above)
     records: list[Record]
     member_id: str
     member_epoch: int
@@ -103,16 +109,23 @@ class HeartbeatResult:
     cancel_timers: bool = False  # the member left (epoch -1): cancel all of its timers
     replaced_member_id: str | None = None  # static member replaced: cancel its timers
     regex_refresh_needed: bool = False  # run ``refresh_regexes`` for this group
+    # the subscription metadata was recomputed: the group epoch it is current for (Kafka's
+    # setMetadataRefreshDeadline), None when this heartbeat did not look at the topics
+    metadata_refreshed_epoch: int | None = None
+
+
+def _invalid(message: str) -> CoordinatorError:
+    return CoordinatorError(INVALID_REQUEST, message)
+
+
+def _blank(value: str | None) -> bool:
+    return value is not None and not value.strip()
 
 
 def validate_request(request: HeartbeatRequest, assignor_names: Sequence[str]) -> None:
     """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, same order and messages."""
-    def invalid(message: str) -> CoordinatorError:
-        return CoordinatorError(INVALID_REQUEST, message)
-
-    def blank(value: str | None) -> bool:
-        return value is not None and not value.strip()
-
+    invalid = _invalid
+    blank = _blank
     epoch = request.member_epoch
     if ((request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
          or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and blank(request.member_id)):
@@ -198,11 +211,17 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
 
     ``lookup`` maps a topic name to (topic id, partition count); ``metadata_version`` (a
     counter bumped on topic creation/deletion) tells whether resolved regexes are stale;
-    ``metadata_changed`` = a subscribed topic was created/deleted/grew since the group last
-    computed its subscription metadata (Kafka's metadata refresh deadline); None = compare
-    the stored subscription metadata with ``lookup`` now (O(members + topics)).
+    ``metadata_changed`` = the group's subscription metadata may be stale (Kafka's
+    ``hasMetadataExpired``: a topic was created, deleted or grew since the group last computed
+    it): True recomputes it from ``lookup`` (O(members + topics)) and writes it, with a group
+    epoch bump, if it differs; False trusts it (the regular heartbeat); None = True when the
+    group has members.
     """
-    validate_request(request, [a.name for a in settings.assignors])
+    validate_request(request, settings.assignor_names)
+    if group is not None and not metadata_changed and metadata_changed is not None:
+        steady = _steady(group, request, settings)
+        if steady is not None:
+            return steady
     if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
         if group is None:
             raise CoordinatorError(GROUP_ID_NOT_FOUND,
@@ -249,15 +268,53 @@ def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
         heartbeat_interval_ms=settings.heartbeat_interval_ms,
         assignment=result_member.assigned_partitions if full or changed else None,
         arm_rebalance_timeout_ms=arm_rebalance, cancel_rebalance_timeout=cancel_rebalance,
-        replaced_member_id=replaced_id, regex_refresh_needed=refresh)
+        replaced_member_id=replaced_id, regex_refresh_needed=refresh,
+        metadata_refreshed_epoch=applied.metadata_refreshed_epoch)
 
 
-@dataclass(frozen=True, slots=True)
+def _steady(group: ConsumerGroup, request: HeartbeatRequest, settings: HeartbeatSettings
+            ) -> HeartbeatResult | None:
+    """The regular heartbeat, answered without the general path: a known member at its
+    current epoch, nothing in the request changes it, fully reconciled to a target that is
+    current (group epoch = assignment epoch), no regexes, subscription metadata not stale.
+    The general path gives the same answer (no records, same epoch); None = take it."""
+    member_epoch = request.member_epoch
+    if member_epoch <= 0:
+        return None
+    if request.instance_id is None:
+        member = group.members.get(request.member_id)
+    else:
+        member = group.static_member(request.instance_id)
+    if member is None or member.member_id != request.member_id \
+            or member.member_epoch != member_epoch or group.has_regex_subscribers:
+        return None
+    epoch = group.assignment_epoch
+    if group.group_epoch != epoch or not member.is_reconciled_to(epoch):
+        return None
+    if member.with_request(
+            instance_id=request.instance_id, rack_id=request.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscribed_topic_names=request.subscribed_topic_names,
+            subscribed_topic_regex=request.subscribed_topic_regex,
+            server_assignor=request.server_assignor,
+            client_id=request.client_id, client_host=request.client_host) is not member:
+        return None
+    full = (request.rebalance_timeout_ms != -1 and request.owned is not None
+            and (request.subscribed_topic_names is not None
+                 or request.subscribed_topic_regex is not None))
+    return HeartbeatResult(
+        records=[], member_id=member.member_id, member_epoch=member_epoch,
+        heartbeat_interval_ms=settings.heartbeat_interval_ms,
+        assignment=member.assigned_partitions if full else None)
+
+
+@dataclass(slots=True)
 class AppliedUpdate:
     member: ConsumerGroupMember  # reconciled
     arm_rebalance_timeout_ms: int | None
     cancel_rebalance_timeout: bool
     regex_refresh_needed: bool
+    metadata_refreshed_epoch: int | None  # see HeartbeatResult
 
 
 def apply_member_update(group: ConsumerGroup, member: ConsumerGroupMember,
@@ -268,13 +325,12 @@ def apply_member_update(group: ConsumerGroup, member: ConsumerGroupMember,
     """Steps 1-3 of a heartbeat (or of a classic JoinGroup to a consumer group) once the member
     is known: member record, epoch bump, new target, reconciliation; records go to ``out``."""
     if metadata_changed is None:
-        metadata_changed = bool(group.members) and group.subscription_metadata_changed(
-            group.compute_subscription_metadata(lookup))
+        metadata_changed = bool(group.members)
     group_id = group.group_id
 
     # 1. member record; bump on a new group or changed topic names / regex resolution
     bump = group.group_epoch == 0
-    if updated != member:
+    if updated is not member and updated != member:
         out.append(records.member_subscription(group_id, updated))
         bump = bump or updated.subscribed_topic_names != member.subscribed_topic_names
     regex_bump, refresh = _regex_changes(group, member, updated, out, metadata_version)
@@ -282,7 +338,10 @@ def apply_member_update(group: ConsumerGroup, member: ConsumerGroupMember,
 
     group_epoch = group.group_epoch
     metadata = group.subscription_metadata
+    refreshed_epoch = None
     if bump or metadata_changed:
+        # Kafka: the member's subscription changed or the group's metadata refresh deadline
+        # passed (hasMetadataExpired); otherwise the stored subscription metadata stands
         metadata = group.compute_subscription_metadata(lookup, updated, replaced_id)
         if group.subscription_metadata_changed(metadata):
             out.append(records.subscription_metadata(group_id, metadata))
@@ -290,6 +349,7 @@ def apply_member_update(group: ConsumerGroup, member: ConsumerGroupMember,
         if bump:
             group_epoch += 1
             out.append(records.group_epoch(group_id, group_epoch))
+        refreshed_epoch = group_epoch
 
     # 2. a new target when the group epoch moved past the assignment epoch
     if group_epoch > group.assignment_epoch:
@@ -317,7 +377,8 @@ def apply_member_update(group: ConsumerGroup, member: ConsumerGroupMember,
                 else:
                     cancel_rebalance = True
         result_member = reconciled
-    return AppliedUpdate(result_member, arm_rebalance, cancel_rebalance, refresh)
+    return AppliedUpdate(result_member, arm_rebalance, cancel_rebalance, refresh,
+                         refreshed_epoch)
 
 
 def _partition_epoch_without(group: ConsumerGroup, replaced_id: str | None):
@@ -359,6 +420,8 @@ def _regex_changes(group: ConsumerGroup, member: ConsumerGroupMember,
     """Kafka's maybeUpdateRegularExpressions minus the executor throttling (the runtime's):
     returns (bump the group epoch, a regex refresh is needed)."""
     old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
+    if old == new and not group.has_regex_subscribers:
+        return False, False  # the regular heartbeat of a group without regexes
     subscribers = group.regex_subscribers()
     bump = refresh = False
     if old != new:

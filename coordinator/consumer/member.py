@@ -107,23 +107,32 @@ class ConsumerGroupMember:
         An empty regex string clears the regex (kept as "", as Kafka writes it). The classic
         member metadata is dropped: a heartbeat comes from a consumer-protocol member.
         """
-        changes: dict[str, object] = {"classic_member_metadata": None}
-        if instance_id is not None:
+        # Only the fields that differ: a regular heartbeat (every field null, same client)
+        # changes nothing and gets this very member back, without a copy.
+        changes: dict[str, object] = {}
+        if self.classic_member_metadata is not None:
+            changes["classic_member_metadata"] = None
+        if instance_id is not None and instance_id != self.instance_id:
             changes["instance_id"] = instance_id
-        if rack_id is not None:
+        if rack_id is not None and rack_id != self.rack_id:
             changes["rack_id"] = rack_id
-        if rebalance_timeout_ms != -1:
+        if rebalance_timeout_ms != -1 and rebalance_timeout_ms != self.rebalance_timeout_ms:
             changes["rebalance_timeout_ms"] = rebalance_timeout_ms
         if subscribed_topic_names is not None:
-            changes["subscribed_topic_names"] = frozenset(subscribed_topic_names)
-        if subscribed_topic_regex is not None:
+            names = frozenset(subscribed_topic_names)
+            if names != self.subscribed_topic_names:
+                changes["subscribed_topic_names"] = names
+        if subscribed_topic_regex is not None \
+                and subscribed_topic_regex != self.subscribed_topic_regex:
             changes["subscribed_topic_regex"] = subscribed_topic_regex
-        if server_assignor is not None:
+        if server_assignor is not None and server_assignor != self.server_assignor:
             changes["server_assignor"] = server_assignor
-        if client_id is not None:
+        if client_id is not None and client_id != self.client_id:
             changes["client_id"] = client_id
-        if client_host is not None:
+        if client_host is not None and client_host != self.client_host:
             changes["client_host"] = client_host
+        if not changes:
+            return self
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def with_member_id(self, member_id: str) -> ConsumerGroupMember:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -50,6 +51,7 @@ class Shard:
         self.groups: dict[str, ConsumerGroup] = {}
         self.settings = settings
         self.version = 1
+        self.refreshed: dict[str, tuple[dict, int]] = {}  # group -> (topics, group epoch)
 
     def lookup(self, name):
         return self.topics.get(name)
@@ -61,9 +63,23 @@ class Shard:
             replay_record(self.groups, key, value)
 
     def hb(self, member_id, epoch, group="g", **fields):
+        """As ConsumerGroupManager: the subscription metadata is trusted (metadata_changed
+        False) until the topics change or the group epoch goes below the one it was computed
+        at; then the answer must equal the one recomputing everything (None)."""
         request = HeartbeatRequest(group, member_id, epoch, **fields)
-        result = heartbeat(self.groups.get(group), request, self.settings, self.lookup,
-                           metadata_version=self.version)
+        current = self.groups.get(group)
+        seen = self.refreshed.get(group)
+        expired = (current is None or seen is None or seen[0] != self.topics
+                   or current.group_epoch < seen[1])
+        result = heartbeat(current, request, self.settings, self.lookup,
+                           metadata_version=self.version, metadata_changed=expired)
+        if not expired:
+            full = heartbeat(current, request, self.settings, self.lookup,
+                             metadata_version=self.version)
+            assert replace(result, metadata_refreshed_epoch=None) == replace(
+                full, metadata_refreshed_epoch=None)
+        if result.metadata_refreshed_epoch is not None:
+            self.refreshed[group] = (dict(self.topics), result.metadata_refreshed_epoch)
         self.apply(result.records)
         return result
 
@@ -250,8 +266,10 @@ def test_regex_subscription_resolves_and_follows_new_topics():
     got = shard.hb("m1", 2, owned=got.assignment)
     assert got.assignment == make_assignment({FOO: range(6), uuid.UUID(int=7): [0, 1]})
     # the last subscriber leaves: the regex record is tombstoned
+    assert group.has_regex_subscribers
     left = shard.hb("m1", -1)
     assert "RegularExpression-" in kinds(left) and group.resolved_regexes == {}
+    assert not group.has_regex_subscribers and group.regex_subscribers() == {}
 
 
 def test_fence_member_of_a_gone_member_is_empty():

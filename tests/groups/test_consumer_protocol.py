@@ -24,7 +24,7 @@ from .helpers import child_assignment, reap_child, wait_until_sync
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
 
 _HEARTBEAT, _DESCRIBE = 68, 69
 # short sessions so a killed member goes quickly (the clients are real processes)
@@ -271,6 +271,28 @@ def test_regex_subscription_picks_up_a_topic_created_later(broker):
         assert sorted(m.values) == list(range(6))
     finally:
         m.close()
+
+
+def test_partitions_added_and_a_subscribed_topic_created_later_are_assigned(broker):
+    # Steady heartbeats trust the group's subscription metadata; a topic change must still
+    # reach it (Kafka's metadata refresh): new partitions and a named topic that appears.
+    bs = broker.bootstrap
+    create(bs, "grows", 2)
+    a, b = Member(bs, "ggrow", ["grows", "later"]), Member(bs, "ggrow", ["grows", "later"])
+    try:
+        poll_until([a, b], lambda: split([a, b], 2))
+        epoch = group_epoch(bs, "ggrow")
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_partitions([NewPartitions("grows", 4)])["grows"].result(10)
+        poll_until([a, b], lambda: split([a, b], 4) and len(a.assigned()) == 2)
+        assert group_epoch(bs, "ggrow") == epoch + 1
+        create(bs, "later", 2)
+        poll_until([a, b], lambda: a.assigned("later") | b.assigned("later") == {0, 1})
+        assert group_epoch(bs, "ggrow") == epoch + 2
+        assert not a.errors and not b.errors
+    finally:
+        a.close()
+        b.close()
 
 
 def test_admin_describe_reports_a_consumer_type_group(broker):
