@@ -14,7 +14,9 @@ validateMessagesAndAssignOffsetsCompressed) for magic v2 batches from clients:
 Trailing bytes too short to be a second batch are dropped, as Kafka trims them before appending.
 A compressed batch whose records do not carry offset deltas 0..n-1 is rebuilt with consecutive
 ones (Kafka rewrites such batches instead of rejecting them); an uncompressed one is kept as is.
-``check_produced_batch`` also tells whether a record has no key (refused by compacted topics).
+``check_produced_batch`` also tells whether a record has no key (refused by compacted topics)
+and, given the partition's ``TimestampWindow``, checks every record's timestamp
+(protocol/timestamp_validation.py: INVALID_TIMESTAMP with per-record errors).
 
 Every record's structure is checked (``_walk``): one record at a time in general, and a byte
 column at a time over the records that share one layout (what producers mostly send), so that
@@ -41,6 +43,7 @@ from .records import (
     parse_batch_header,
     verify_crc,
 )
+from .timestamp_validation import TimestampWindow, check_timestamps
 
 _I32 = struct.Struct(">i")
 _MIN_RECORD_SIZE_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: Kafka's floor for any batch length
@@ -54,9 +57,11 @@ def validate_produced_batch(records: bytes) -> tuple[bytes, BatchHeader]:
     return batch, header
 
 
-def check_produced_batch(records: bytes) -> tuple[bytes, BatchHeader, bool]:
+def check_produced_batch(records: bytes, window: TimestampWindow | None = None
+                         ) -> tuple[bytes, BatchHeader, bool]:
     """``validate_produced_batch`` plus whether a record has no key (refused by compacted
-    topics: LogValidator.validateKey)."""
+    topics: LogValidator.validateKey); with ``window``, every record's timestamp is checked
+    too (LogValidator.validateTimestamp; ``InvalidTimestampRecordsError``)."""
     batch = _single_batch(records)
     view = memoryview(batch)
     header = parse_batch_header(view)
@@ -75,10 +80,14 @@ def check_produced_batch(records: bytes) -> tuple[bytes, BatchHeader, bool]:
         raise InvalidRecordError(f"Invalid sequence number {header.base_sequence} in record batch "
                                  f"with producerId {header.producer_id}")
     if header.compression == NO_COMPRESSION:
-        _sequential, null_key = _walk(batch, HEADER_SIZE, header.records_count, False)
+        _sequential, null_key, ts_width = _walk(batch, HEADER_SIZE, header.records_count, False)
+        if window is not None:
+            check_timestamps(batch, header, ts_width, window)
         return batch, header, null_key
     data = decompress(view[HEADER_SIZE:], header.compression)
-    sequential, null_key = _walk(data, 0, header.records_count, True)
+    sequential, null_key, ts_width = _walk(data, 0, header.records_count, True)
+    if window is not None:
+        check_timestamps(batch, header, ts_width, window, data)
     if not sequential:
         batch = _renumbered(batch, header)
         header = parse_batch_header(batch)
@@ -133,9 +142,11 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
     return _walk(data, 0, count, True)[0]
 
 
-def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tuple[bool, bool]:
+def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool
+          ) -> tuple[bool, bool, int]:
     """``walk_records`` of the records from ``pos`` to the end of ``data``: (offset deltas are
-    0..count-1 — only looked at when ``offsets``, else True —, some record has no key).
+    0..count-1 — only looked at when ``offsets``, else True —, some record has no key, the
+    widest timestamp delta in bytes: it bounds the records' timestamps).
 
     The hot path of every produce. Records are walked one by one with varints of one and two
     bytes read inline and the key and value bytes skipped, never copied; when the next record
@@ -147,6 +158,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
     sequential = True
     null_key = False
+    ts_width = 1
     index = 0
     retry = 0  # records to walk one by one before trying a run again
     try:
@@ -167,9 +179,12 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                                          "the bytes of the batch")
             pos += 2  # attributes, timestamp delta (a varlong)
             if data[pos - 1] > 0x7F:
+                b = pos
                 while data[pos] > 0x7F:
                     pos += 1
                 pos += 1
+                if pos - b + 1 > ts_width:
+                    ts_width = pos - b + 1
             b = data[pos]  # offset delta
             if b < 0x80:
                 pos += 1
@@ -221,7 +236,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                 if min(count - index, (end - pos) // size) >= _RUN_MIN:
                     if type(data) is not bytes:  # strided slices of bytes are the cheap ones
                         data = bytes(data)
-                    checks, delta_at, delta_width = _layout(data, start)
+                    checks, delta_at, delta_width, run_ts_width = _layout(data, start)
                 if 0 < len(checks) <= _MAX_CHECKS:  # (many headers: walked one by one)
                     # Slots are checked a window at a time, the window growing while every slot
                     # matches: an attempt that fails early costs no more than its window.
@@ -230,6 +245,8 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                     while True:
                         slots = min(count - index, (end - pos) // size, window)
                         run = _same_layout(data, pos, size, slots, checks)
+                        if run and run_ts_width > ts_width:
+                            ts_width = run_ts_width
                         if run and offsets and sequential:
                             sequential = _deltas_follow(data, pos + delta_at, size,
                                                         delta_width, index, run)
@@ -250,7 +267,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
         raise InvalidRecordError(f"Found invalid record structure: {exc}") from None
     if pos != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
-    return sequential or not offsets, null_key
+    return sequential or not offsets, null_key, ts_width
 
 
 # Runs of records with one layout -------------------------------------------------------------
@@ -271,12 +288,15 @@ _HIGH = bytes(0 if i > 0x7F else 1 for i in range(256))  # translate: 0 where bi
 _LOW = bytes(0 if i < 0x80 else 1 for i in range(256))
 
 
-def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]], int, int]:
-    """(checks, offset and width of the offset delta) of the (valid) record at ``start``;
+def _layout(data: bytes | memoryview, start: int
+            ) -> tuple[list[tuple[int, int]], int, int, int]:
+    """(checks, offset and width of the offset delta, width of the timestamp delta) of the
+    (valid) record at ``start``;
     a check is (offset in the record, byte value or _MORE / _LAST). Length bytes come first."""
     checks: list[tuple[int, int]] = []
     _, pos = _exact(data, start, start, checks)  # record length
     pos += 1  # attributes
+    ts_at = pos
     for _delta in (0, 1):  # timestamp delta, offset delta
         delta_at = pos
         while data[pos] > 0x7F:
@@ -285,6 +305,7 @@ def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]]
         checks.append((pos - start, _LAST))
         pos += 1
     delta_width = pos - delta_at
+    ts_width = delta_at - ts_at
     for _field in (0, 1):  # key, value
         n, pos = _exact(data, start, pos, checks)
         if n > 0:
@@ -295,7 +316,7 @@ def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]]
             n, pos = _exact(data, start, pos, checks)
             if n > 0:
                 pos += n
-    return checks, delta_at - start, delta_width
+    return checks, delta_at - start, delta_width, ts_width
 
 
 def _exact(data: bytes | memoryview, start: int, pos: int, checks: list[tuple[int, int]]

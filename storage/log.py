@@ -139,6 +139,10 @@ class PartitionLog:
     def segments(self) -> list[Segment]:
         return list(self._segments)
 
+    def now_ms(self) -> int:
+        """The log's clock (wall-clock ms unless a test injected one)."""
+        return self._now_ms()
+
     # Recovery (runs in a thread before the log is used) ------------------------------------------
     def recover(self, *, clean_shutdown: bool = False, recovery_point: int = 0) -> None:
         """Open the segments (storage.recovery says what is validated and cut)."""

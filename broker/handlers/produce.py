@@ -171,8 +171,17 @@ def _response(ctx: RequestContext, results: list[tuple[str, list[tuple[int, Any]
             if has_start:
                 fields["log_start_offset"] = start
             if has_errors:
-                fields["record_errors"] = ()
+                fields["record_errors"] = _record_errors(outcome, part_cls)
                 fields["error_message"] = message
             out.append(part_cls(**fields))
         topics.append(topic_cls(name=name, partition_responses=tuple(out)))
     return cls(responses=tuple(topics), throttle_time=ZERO)
+
+
+def _record_errors(outcome: Any, part_cls: type) -> tuple[Any, ...]:
+    """ProduceResponse's record_errors of a refused partition (LogValidator's RecordErrors)."""
+    found = getattr(outcome, "record_errors", ())
+    if not found:
+        return ()
+    cls = item_type(part_cls, "record_errors")
+    return tuple(cls(batch_index=i, batch_index_error_message=m) for i, m in found)
