@@ -179,12 +179,16 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool
                                          "the bytes of the batch")
             pos += 2  # attributes, timestamp delta (a varlong)
             if data[pos - 1] > 0x7F:
-                b = pos
-                while data[pos] > 0x7F:
-                    pos += 1
                 pos += 1
-                if pos - b + 1 > ts_width:
-                    ts_width = pos - b + 1
+                if data[pos - 1] > 0x7F:  # three bytes or more
+                    b = pos - 2
+                    while data[pos] > 0x7F:
+                        pos += 1
+                    pos += 1
+                    if pos - b > ts_width:
+                        ts_width = pos - b
+                elif ts_width == 1:
+                    ts_width = 2
             b = data[pos]  # offset delta
             if b < 0x80:
                 pos += 1
