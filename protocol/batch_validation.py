@@ -29,7 +29,9 @@ import struct
 from functools import cache
 
 from .records import (
+    CREATE_TIME,
     HEADER_SIZE,
+    LOG_APPEND_TIME,
     LOG_OVERHEAD,
     NO_COMPRESSION,
     BatchHeader,
@@ -43,7 +45,7 @@ from .records import (
     parse_batch_header,
     verify_crc,
 )
-from .timestamp_validation import TimestampWindow, check_timestamps
+from .timestamp_validation import TimestampWindow, check_timestamps, create_time_batch
 
 _I32 = struct.Struct(">i")
 _MIN_RECORD_SIZE_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: Kafka's floor for any batch length
@@ -83,13 +85,19 @@ def check_produced_batch(records: bytes, window: TimestampWindow | None = None
         _sequential, null_key, ts_width = _walk(batch, HEADER_SIZE, header.records_count, False)
         if window is not None:
             check_timestamps(batch, header, ts_width, window)
+            if header.timestamp_type == LOG_APPEND_TIME:
+                batch = create_time_batch(batch)
+                header = parse_batch_header(batch)
         return batch, header, null_key
     data = decompress(view[HEADER_SIZE:], header.compression)
     sequential, null_key, ts_width = _walk(data, 0, header.records_count, True)
     if window is not None:
         check_timestamps(batch, header, ts_width, window, data)
     if not sequential:
-        batch = _renumbered(batch, header)
+        batch = _renumbered(batch, header, CREATE_TIME if window is not None else None)
+        header = parse_batch_header(batch)
+    elif window is not None and header.timestamp_type == LOG_APPEND_TIME:
+        batch = create_time_batch(batch)
         header = parse_batch_header(batch)
     return batch, header, null_key
 
@@ -413,8 +421,9 @@ def _walk_headers(data: bytes | memoryview, pos: int) -> int:
     return pos
 
 
-def _renumbered(batch: bytes, header: BatchHeader) -> bytes:
-    """The batch rebuilt with consecutive record offsets (Kafka's buildRecordsAndAssignOffsets)."""
+def _renumbered(batch: bytes, header: BatchHeader, timestamp_type: int | None = None) -> bytes:
+    """The batch rebuilt with consecutive record offsets (Kafka's buildRecordsAndAssignOffsets,
+    which writes the topic's timestamp type: ``timestamp_type``, else the batch's)."""
     try:
         records = decode_records(batch)
     except CorruptRecordError as exc:
@@ -423,5 +432,6 @@ def _renumbered(batch: bytes, header: BatchHeader) -> bytes:
     return build_batch(renumbered, base_offset=0, compression=header.compression,
                        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
                        base_sequence=header.base_sequence, transactional=header.is_transactional,
-                       timestamp_type=header.timestamp_type,
+                       timestamp_type=header.timestamp_type if timestamp_type is None
+                       else timestamp_type,
                        partition_leader_epoch=header.partition_leader_epoch)

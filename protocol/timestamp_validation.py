@@ -22,12 +22,15 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .records import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
     HEADER_SIZE,
     LOG_APPEND_TIME,
     NO_COMPRESSION,
     BatchHeader,
     CorruptRecordError,
     _read_varint,
+    batch_crc,
     decompress,
 )
 
@@ -103,6 +106,16 @@ def record_timestamp_errors(batch: bytes, header: BatchHeader, window: Timestamp
                            f"{offset}, timestamp={ts}, key={key_size} bytes, value={value_size} "
                            "bytes). Producer should not set timestamp type to LogAppendTime."))
     return errors
+
+
+def create_time_batch(batch: bytes) -> bytes:
+    """A producer's LogAppendTime batch accepted by a CreateTime topic, as Kafka stores it
+    (setMaxTimestamp(CREATE_TIME, max of its records' timestamps, which is its max timestamp):
+    the timestamp-type bit cleared, the CRC recomputed."""
+    out = bytearray(batch)
+    out[ATTRIBUTES_OFFSET + 1] &= ~0x08 & 0xFF
+    out[CRC_OFFSET : CRC_OFFSET + 4] = batch_crc(out).to_bytes(4, "big")
+    return bytes(out)
 
 
 def _records(data: bytes | memoryview, header: BatchHeader) -> list[tuple[int, int, int, int]]:

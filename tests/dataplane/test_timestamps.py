@@ -13,7 +13,13 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol import timestamp_validation as tv
 from kafkette.protocol.batch_validation import check_produced_batch
-from kafkette.protocol.records import Record, build_batch, decode_records, parse_batch_header
+from kafkette.protocol.records import (
+    Record,
+    build_batch,
+    decode_records,
+    parse_batch_header,
+    verify_crc,
+)
 from kafkette.protocol.timestamp_validation import (
     InvalidTimestampRecordsError,
     TimestampWindow,
@@ -94,6 +100,16 @@ def test_producer_log_append_time_batches(codec: int) -> None:
     # A CreateTime topic reads every record's timestamp as the batch's max timestamp.
     assert errors_of(lat) == []
     assert [i for i, _ in errors_of(lat, TimestampWindow(NOW + 2 * HOUR, 1, HOUR, False))] == [0, 1]
+
+
+@pytest.mark.parametrize("codec", [0, 1])
+def test_create_time_topic_stores_producer_log_append_time_batch_as_create_time(codec: int) -> None:
+    lat = batch([NOW - 7, NOW - 2], codec, timestamp_type=1)
+    out, header, _ = check_produced_batch(lat, DEFAULT)
+    assert header.timestamp_type == 0 and header.max_timestamp == NOW - 2 and verify_crc(out)
+    assert [r.timestamp for r in decode_records(out)] == [NOW - 7, NOW - 2]
+    assert out[:17] == lat[:17] and out[23:] == lat[23:]  # only the CRC and the attributes
+    assert check_produced_batch(lat)[0] is lat  # without a window: left as is
 
 
 def test_java_long_arithmetic() -> None:
