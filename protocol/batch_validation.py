@@ -59,11 +59,13 @@ def validate_produced_batch(records: bytes) -> tuple[bytes, BatchHeader]:
     return batch, header
 
 
-def check_produced_batch(records: bytes, window: TimestampWindow | None = None
-                         ) -> tuple[bytes, BatchHeader, bool]:
-    """``validate_produced_batch`` plus whether a record has no key (refused by compacted
-    topics: LogValidator.validateKey); with ``window``, every record's timestamp is checked
-    too (LogValidator.validateTimestamp; ``InvalidTimestampRecordsError``)."""
+def check_produced_batch(records: bytes, window: TimestampWindow | None = None,
+                         compacted: str | None = None) -> tuple[bytes, BatchHeader, bool]:
+    """``validate_produced_batch`` plus whether a record has no key; with ``window``, every
+    record's timestamp is checked too (LogValidator.validateTimestamp), and with ``compacted``
+    (the topic-partition's name, when its topic is compacted) every record's key
+    (validateKey): ``InvalidTimestampRecordsError`` / ``InvalidRecordsError``, with the
+    index of every refused record."""
     batch = _single_batch(records)
     view = memoryview(batch)
     header = parse_batch_header(view)
@@ -83,16 +85,15 @@ def check_produced_batch(records: bytes, window: TimestampWindow | None = None
                                  f"with producerId {header.producer_id}")
     if header.compression == NO_COMPRESSION:
         _sequential, null_key, ts_width = _walk(batch, HEADER_SIZE, header.records_count, False)
-        if window is not None:
-            check_timestamps(batch, header, ts_width, window)
-            if header.timestamp_type == LOG_APPEND_TIME:
-                batch = create_time_batch(batch)
-                header = parse_batch_header(batch)
+        check_timestamps(batch, header, ts_width, window, None,
+                         compacted if null_key else None)
+        if window is not None and header.timestamp_type == LOG_APPEND_TIME:
+            batch = create_time_batch(batch)
+            header = parse_batch_header(batch)
         return batch, header, null_key
     data = decompress(view[HEADER_SIZE:], header.compression)
     sequential, null_key, ts_width = _walk(data, 0, header.records_count, True)
-    if window is not None:
-        check_timestamps(batch, header, ts_width, window, data)
+    check_timestamps(batch, header, ts_width, window, data, compacted if null_key else None)
     if not sequential:
         batch = _renumbered(batch, header, CREATE_TIME if window is not None else None)
         header = parse_batch_header(batch)

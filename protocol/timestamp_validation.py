@@ -29,6 +29,7 @@ from .records import (
     NO_COMPRESSION,
     BatchHeader,
     CorruptRecordError,
+    InvalidRecordError,
     _read_varint,
     batch_crc,
     decompress,
@@ -59,52 +60,80 @@ class InvalidTimestampRecordsError(CorruptRecordError):
         self.record_errors = record_errors
 
 
+class InvalidRecordsError(InvalidRecordError):
+    """INVALID_RECORD with Kafka's RecordErrors (LogValidator.processRecordErrors' wording)."""
+
+    def __init__(self, record_errors: list[tuple[int, str]]) -> None:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')"
+                          for i, m in record_errors[:3])
+        super().__init__(f"One or more records have been rejected due to {len(record_errors)} "
+                         "record errors in total, and only showing the first three errors at "
+                         f"most: [{shown}]")
+        self.record_errors = record_errors
+
+
 def _long(value: int) -> int:
     """``value`` as a Java long (two's complement wrap)."""
     return ((value + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
 
 
 def check_timestamps(batch: bytes, header: BatchHeader, ts_width: int,
-                     window: TimestampWindow, data: bytes | None = None) -> None:
-    """Raise ``InvalidTimestampRecordsError`` when Kafka refuses a record's timestamp.
+                     window: TimestampWindow | None, data: bytes | None = None,
+                     compacted: str | None = None) -> None:
+    """Raise ``InvalidTimestampRecordsError`` when Kafka refuses a record's timestamp, or
+    ``InvalidRecordsError`` a record without key (``compacted``: the topic-partition's name
+    when its topic is compacted and some record has no key; validateKey comes first).
     ``ts_width``: the widest timestamp delta varint of the (walked, well-formed) records;
     ``data``: the decompressed records of a compressed batch, if at hand."""
-    if header.timestamp_type != LOG_APPEND_TIME:
-        if window.log_append_time:
+    if compacted is None:
+        if window is None or (header.timestamp_type != LOG_APPEND_TIME
+                              and window.log_append_time):
             return  # no record is looked at (the broker stamps the batch)
-        first = header.base_timestamp
-        bound = 1 << (7 * ts_width - 1)
-        low, high = first - bound, first + bound
-        if (window.now - window.before_max_ms <= low and high <= window.now + window.after_max_ms
-                and low >= _LONG_MIN and high <= _LONG_MAX):
-            return
-    errors = record_timestamp_errors(batch, header, window, data)
+        if header.timestamp_type != LOG_APPEND_TIME:
+            first = header.base_timestamp
+            bound = 1 << (7 * ts_width - 1)
+            low, high = first - bound, first + bound
+            if (window.now - window.before_max_ms <= low
+                    and high <= window.now + window.after_max_ms
+                    and low >= _LONG_MIN and high <= _LONG_MAX):
+                return
+    errors = record_errors(batch, header, window, data, compacted)
+    if any(timestamp for _, _, timestamp in errors):
+        raise InvalidTimestampRecordsError([(i, m) for i, m, _ in errors])
     if errors:
-        raise InvalidTimestampRecordsError(errors)
+        raise InvalidRecordsError([(i, m) for i, m, _ in errors])
 
 
-def record_timestamp_errors(batch: bytes, header: BatchHeader, window: TimestampWindow,
-                            data: bytes | None = None) -> list[tuple[int, str]]:
-    """Every record's RecordError, as validateTimestamp words it (exact, record by record)."""
+def record_errors(batch: bytes, header: BatchHeader, window: TimestampWindow | None,
+                  data: bytes | None = None, compacted: str | None = None
+                  ) -> list[tuple[int, str, bool]]:
+    """Every record's RecordError as validateKey / validateTimestamp word it, exact, record
+    by record: (batch index, message, whether it is about the timestamp)."""
     if data is None:
         if header.compression == NO_COMPRESSION:
             data = memoryview(batch)[HEADER_SIZE:]  # type: ignore[assignment]
         else:
             data = decompress(memoryview(batch)[HEADER_SIZE:], header.compression)
-    now, before, after = window.now, window.before_max_ms, window.after_max_ms
     log_append = header.timestamp_type == LOG_APPEND_TIME
-    errors: list[tuple[int, str]] = []
+    errors: list[tuple[int, str, bool]] = []
     for index, (offset, ts, key_size, value_size) in enumerate(_records(data, header)):
-        if not window.log_append_time and ts != NO_TIMESTAMP:
+        if compacted is not None and key_size < 0:
+            errors.append((index, "Compacted topic cannot accept message without key in topic "
+                           f"partition {compacted}.", False))
+        elif window is None:
+            continue
+        elif not window.log_append_time and ts != NO_TIMESTAMP:
+            now, before, after = window.now, window.before_max_ms, window.after_max_ms
             diff = _long(now - ts)
             if diff > before or _long(-diff) > after:
                 errors.append((index, f"Timestamp {ts} of message with offset {offset} is out of "
                                f"range. The timestamp should be within [{_long(now - before)}, "
-                               f"{_long(now + after)}]"))
+                               f"{_long(now + after)}]", True))
         elif log_append:
             errors.append((index, f"Invalid timestamp type in message DefaultRecord(offset="
-                           f"{offset}, timestamp={ts}, key={key_size} bytes, value={value_size} "
-                           "bytes). Producer should not set timestamp type to LogAppendTime."))
+                           f"{offset}, timestamp={ts}, key={max(key_size, 0)} bytes, value="
+                           f"{max(value_size, 0)} bytes). Producer should not set timestamp "
+                           "type to LogAppendTime.", True))
     return errors
 
 
@@ -119,7 +148,7 @@ def create_time_batch(batch: bytes) -> bytes:
 
 
 def _records(data: bytes | memoryview, header: BatchHeader) -> list[tuple[int, int, int, int]]:
-    """(offset, timestamp, key size, value size) of the batch's records, as Kafka reads them
+    """(offset, timestamp, key size, value size; -1: null) of the batch's records, as Kafka reads them
     (DefaultRecord.readFrom: a LogAppendTime batch's records all carry its max timestamp)."""
     out = []
     pos = 0
@@ -134,6 +163,6 @@ def _records(data: bytes | memoryview, header: BatchHeader) -> list[tuple[int, i
         pos += max(key_size, 0)
         value_size, pos = _read_varint(data, pos)
         ts = _long(first + ts_delta) if append_time is None else append_time
-        out.append((header.base_offset + offset_delta, ts, max(key_size, 0), max(value_size, 0)))
+        out.append((header.base_offset + offset_delta, ts, key_size, value_size))
         pos = end
     return out

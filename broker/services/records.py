@@ -88,7 +88,8 @@ class RecordService:
         window = TimestampWindow(plog.now_ms(), cfg.timestamp_before_max_ms,
                                  cfg.timestamp_after_max_ms, cfg.log_append_time)
         try:
-            records, header, null_key = check_produced_batch(records, window)
+            records, header, _null_key = check_produced_batch(
+                records, window, f"{topic}-{partition}" if cfg.compact else None)
         except CorruptRecordError as exc:
             raise service_error(exc) from None
         if header.attributes & 0x10 and verify_txn is not None and \
@@ -103,10 +104,6 @@ class RecordService:
                                f"The size of the current ISR Set(1) is insufficient to satisfy "
                                f"the min.isr requirement of {cfg.min_insync_replicas} for "
                                f"partition {topic}-{partition}")
-        if cfg.compact and null_key:
-            raise ServiceError(ErrorCode.invalid_record,
-                               "Compacted topic cannot accept message without key in topic "
-                               f"partition {topic}-{partition}.")
         try:
             if cfg.compression >= 0 and header.compression != cfg.compression:
                 records, header = _recompress(records, header, cfg.compression)

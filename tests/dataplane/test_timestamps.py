@@ -21,6 +21,7 @@ from kafkette.protocol.records import (
     verify_crc,
 )
 from kafkette.protocol.timestamp_validation import (
+    InvalidRecordsError,
     InvalidTimestampRecordsError,
     TimestampWindow,
 )
@@ -144,8 +145,8 @@ def test_the_bound_spares_the_exact_pass(monkeypatch: pytest.MonkeyPatch) -> Non
     """A batch stamped near now with small deltas is cleared without reading its records
     again; one whose deltas are wide enough to leave the window is read exactly."""
     calls: list[int] = []
-    exact = tv.record_timestamp_errors
-    monkeypatch.setattr(tv, "record_timestamp_errors",
+    exact = tv.record_errors
+    monkeypatch.setattr(tv, "record_errors",
                         lambda *a, **k: calls.append(1) or exact(*a, **k))
     assert errors_of(batch([NOW - 3 + i % 50 for i in range(5000)])) == []
     assert errors_of(batch([NOW - 10**6 + i * 200 for i in range(5000)])) == []  # 3-byte deltas
@@ -181,3 +182,32 @@ def test_produce_response_carries_record_errors(kafka_broker_factory) -> None:
         assert r.error_code == ErrorCode.none and r.base_offset == 0  # nothing of bad was written
         part = fetch(w, "ts-window", 0, 0).responses[0].partitions[0]
         assert part.high_watermark == 3
+
+
+@pytest.mark.parametrize("codec", [0, 4])
+def test_compacted_topic_key_errors_come_first(codec: int) -> None:
+    """validateRecord: a record without key in a compacted topic gets the key error (its
+    timestamp is not looked at); any timestamp error makes the whole INVALID_TIMESTAMP."""
+    def records(stamps_keys):
+        return build_batch([Record(i, ts, key, b"v") for i, (ts, key) in enumerate(stamps_keys)],
+                           compression=codec)
+
+    why = "Compacted topic cannot accept message without key in topic partition c-0."
+    late = NOW + 2 * HOUR
+    data = records([(late, None), (NOW, b"k"), (late, b"k"), (NOW, None)])
+    with pytest.raises(InvalidTimestampRecordsError) as caught:
+        check_produced_batch(data, DEFAULT, "c-0")
+    assert [(i, m == why) for i, m in caught.value.record_errors] == \
+        [(0, True), (2, False), (3, True)]
+    data = records([(late, None), (NOW, b"k"), (NOW, None), (NOW, None), (NOW, None)])
+    with pytest.raises(InvalidRecordsError) as refused:
+        check_produced_batch(data, DEFAULT, "c-0")
+    assert refused.value.code == 87
+    assert [i for i, _ in refused.value.record_errors] == [0, 2, 3, 4]
+    assert str(refused.value) == (
+        "One or more records have been rejected due to 4 record errors in total, and only "
+        "showing the first three errors at most: [" + ", ".join(
+            f"RecordError(batchIndex={i}, message='{why}')" for i in (0, 2, 3)) + "]")
+    # Keys are only checked for compacted topics; keyed batches take the fast path.
+    assert check_produced_batch(data)[2] is True
+    assert check_produced_batch(records([(NOW, b"k")] * 3), DEFAULT, "c-0")[2] is False
