@@ -14,7 +14,9 @@ validateMessagesAndAssignOffsetsCompressed) for magic v2 batches from clients:
 Trailing bytes too short to be a second batch are dropped, as Kafka trims them before appending.
 A compressed batch whose records do not carry offset deltas 0..n-1 is rebuilt with consecutive
 ones (Kafka rewrites such batches instead of rejecting them); an uncompressed one is kept as is.
-``check_produced_batch`` also tells whether a record has no key (refused by compacted topics).
+``check_produced_batch`` also tells whether a record has no key (refused by compacted topics)
+and, given the partition's ``TimestampWindow``, checks every record's timestamp
+(protocol/timestamp_validation.py: INVALID_TIMESTAMP with per-record errors).
 
 Every record's structure is checked (``_walk``): one record at a time in general, and a byte
 column at a time over the records that share one layout (what producers mostly send), so that
@@ -27,7 +29,9 @@ import struct
 from functools import cache
 
 from .records import (
+    CREATE_TIME,
     HEADER_SIZE,
+    LOG_APPEND_TIME,
     LOG_OVERHEAD,
     NO_COMPRESSION,
     BatchHeader,
@@ -41,6 +45,7 @@ from .records import (
     parse_batch_header,
     verify_crc,
 )
+from .timestamp_validation import TimestampWindow, check_timestamps, create_time_batch
 
 _I32 = struct.Struct(">i")
 _MIN_RECORD_SIZE_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: Kafka's floor for any batch length
@@ -54,9 +59,13 @@ def validate_produced_batch(records: bytes) -> tuple[bytes, BatchHeader]:
     return batch, header
 
 
-def check_produced_batch(records: bytes) -> tuple[bytes, BatchHeader, bool]:
-    """``validate_produced_batch`` plus whether a record has no key (refused by compacted
-    topics: LogValidator.validateKey)."""
+def check_produced_batch(records: bytes, window: TimestampWindow | None = None,
+                         compacted: str | None = None) -> tuple[bytes, BatchHeader, bool]:
+    """``validate_produced_batch`` plus whether a record has no key; with ``window``, every
+    record's timestamp is checked too (LogValidator.validateTimestamp), and with ``compacted``
+    (the topic-partition's name, when its topic is compacted) every record's key
+    (validateKey): ``InvalidTimestampRecordsError`` / ``InvalidRecordsError``, with the
+    index of every refused record."""
     batch = _single_batch(records)
     view = memoryview(batch)
     header = parse_batch_header(view)
@@ -75,12 +84,21 @@ def check_produced_batch(records: bytes) -> tuple[bytes, BatchHeader, bool]:
         raise InvalidRecordError(f"Invalid sequence number {header.base_sequence} in record batch "
                                  f"with producerId {header.producer_id}")
     if header.compression == NO_COMPRESSION:
-        _sequential, null_key = _walk(batch, HEADER_SIZE, header.records_count, False)
+        _sequential, null_key, ts_width = _walk(batch, HEADER_SIZE, header.records_count, False)
+        check_timestamps(batch, header, ts_width, window, None,
+                         compacted if null_key else None)
+        if window is not None and header.timestamp_type == LOG_APPEND_TIME:
+            batch = create_time_batch(batch)
+            header = parse_batch_header(batch)
         return batch, header, null_key
     data = decompress(view[HEADER_SIZE:], header.compression)
-    sequential, null_key = _walk(data, 0, header.records_count, True)
+    sequential, null_key, ts_width = _walk(data, 0, header.records_count, True)
+    check_timestamps(batch, header, ts_width, window, data, compacted if null_key else None)
     if not sequential:
-        batch = _renumbered(batch, header)
+        batch = _renumbered(batch, header, CREATE_TIME if window is not None else None)
+        header = parse_batch_header(batch)
+    elif window is not None and header.timestamp_type == LOG_APPEND_TIME:
+        batch = create_time_batch(batch)
         header = parse_batch_header(batch)
     return batch, header, null_key
 
@@ -133,9 +151,11 @@ def walk_records(data: bytes | memoryview, count: int) -> bool:
     return _walk(data, 0, count, True)[0]
 
 
-def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tuple[bool, bool]:
+def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool
+          ) -> tuple[bool, bool, int]:
     """``walk_records`` of the records from ``pos`` to the end of ``data``: (offset deltas are
-    0..count-1 — only looked at when ``offsets``, else True —, some record has no key).
+    0..count-1 — only looked at when ``offsets``, else True —, some record has no key, the
+    widest timestamp delta in bytes: it bounds the records' timestamps).
 
     The hot path of every produce. Records are walked one by one with varints of one and two
     bytes read inline and the key and value bytes skipped, never copied; when the next record
@@ -147,6 +167,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
     sequential = True
     null_key = False
+    ts_width = 1
     index = 0
     retry = 0  # records to walk one by one before trying a run again
     try:
@@ -167,9 +188,16 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                                          "the bytes of the batch")
             pos += 2  # attributes, timestamp delta (a varlong)
             if data[pos - 1] > 0x7F:
-                while data[pos] > 0x7F:
-                    pos += 1
                 pos += 1
+                if data[pos - 1] > 0x7F:  # three bytes or more
+                    b = pos - 2
+                    while data[pos] > 0x7F:
+                        pos += 1
+                    pos += 1
+                    if pos - b > ts_width:
+                        ts_width = pos - b
+                elif ts_width == 1:
+                    ts_width = 2
             b = data[pos]  # offset delta
             if b < 0x80:
                 pos += 1
@@ -221,7 +249,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                 if min(count - index, (end - pos) // size) >= _RUN_MIN:
                     if type(data) is not bytes:  # strided slices of bytes are the cheap ones
                         data = bytes(data)
-                    checks, delta_at, delta_width = _layout(data, start)
+                    checks, delta_at, delta_width, run_ts_width = _layout(data, start)
                 if 0 < len(checks) <= _MAX_CHECKS:  # (many headers: walked one by one)
                     # Slots are checked a window at a time, the window growing while every slot
                     # matches: an attempt that fails early costs no more than its window.
@@ -230,6 +258,8 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
                     while True:
                         slots = min(count - index, (end - pos) // size, window)
                         run = _same_layout(data, pos, size, slots, checks)
+                        if run and run_ts_width > ts_width:
+                            ts_width = run_ts_width
                         if run and offsets and sequential:
                             sequential = _deltas_follow(data, pos + delta_at, size,
                                                         delta_width, index, run)
@@ -250,7 +280,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool) -> tupl
         raise InvalidRecordError(f"Found invalid record structure: {exc}") from None
     if pos != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
-    return sequential or not offsets, null_key
+    return sequential or not offsets, null_key, ts_width
 
 
 # Runs of records with one layout -------------------------------------------------------------
@@ -271,12 +301,15 @@ _HIGH = bytes(0 if i > 0x7F else 1 for i in range(256))  # translate: 0 where bi
 _LOW = bytes(0 if i < 0x80 else 1 for i in range(256))
 
 
-def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]], int, int]:
-    """(checks, offset and width of the offset delta) of the (valid) record at ``start``;
+def _layout(data: bytes | memoryview, start: int
+            ) -> tuple[list[tuple[int, int]], int, int, int]:
+    """(checks, offset and width of the offset delta, width of the timestamp delta) of the
+    (valid) record at ``start``;
     a check is (offset in the record, byte value or _MORE / _LAST). Length bytes come first."""
     checks: list[tuple[int, int]] = []
     _, pos = _exact(data, start, start, checks)  # record length
     pos += 1  # attributes
+    ts_at = pos
     for _delta in (0, 1):  # timestamp delta, offset delta
         delta_at = pos
         while data[pos] > 0x7F:
@@ -285,6 +318,7 @@ def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]]
         checks.append((pos - start, _LAST))
         pos += 1
     delta_width = pos - delta_at
+    ts_width = delta_at - ts_at
     for _field in (0, 1):  # key, value
         n, pos = _exact(data, start, pos, checks)
         if n > 0:
@@ -295,7 +329,7 @@ def _layout(data: bytes | memoryview, start: int) -> tuple[list[tuple[int, int]]
             n, pos = _exact(data, start, pos, checks)
             if n > 0:
                 pos += n
-    return checks, delta_at - start, delta_width
+    return checks, delta_at - start, delta_width, ts_width
 
 
 def _exact(data: bytes | memoryview, start: int, pos: int, checks: list[tuple[int, int]]
@@ -388,8 +422,9 @@ def _walk_headers(data: bytes | memoryview, pos: int) -> int:
     return pos
 
 
-def _renumbered(batch: bytes, header: BatchHeader) -> bytes:
-    """The batch rebuilt with consecutive record offsets (Kafka's buildRecordsAndAssignOffsets)."""
+def _renumbered(batch: bytes, header: BatchHeader, timestamp_type: int | None = None) -> bytes:
+    """The batch rebuilt with consecutive record offsets (Kafka's buildRecordsAndAssignOffsets,
+    which writes the topic's timestamp type: ``timestamp_type``, else the batch's)."""
     try:
         records = decode_records(batch)
     except CorruptRecordError as exc:
@@ -398,5 +433,6 @@ def _renumbered(batch: bytes, header: BatchHeader) -> bytes:
     return build_batch(renumbered, base_offset=0, compression=header.compression,
                        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
                        base_sequence=header.base_sequence, transactional=header.is_transactional,
-                       timestamp_type=header.timestamp_type,
+                       timestamp_type=header.timestamp_type if timestamp_type is None
+                       else timestamp_type,
                        partition_leader_epoch=header.partition_leader_epoch)

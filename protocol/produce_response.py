@@ -2,7 +2,7 @@
 
 kio's generic writer costs ~100 us per Produce response, which dominates small produces; this
 writes the same bytes from the same kio ``ProduceResponse`` object (checked against kio in
-tests/dataplane/test_wire.py). kafkette never sets record errors or the tagged fields
+tests/dataplane/test_wire.py). kafkette never sets the tagged fields
 (``current_leader``, ``node_endpoints``); they are written empty.
 """
 
@@ -49,7 +49,12 @@ def encode_produce_response(version: int, response: Any) -> bytes:
             if version >= 5:
                 out += _I64.pack(part.log_start_offset)
             if version >= 8:
-                out += count(0)  # record_errors
+                out += count(len(part.record_errors))
+                for error in part.record_errors:
+                    out += _I32.pack(error.batch_index)
+                    out += _string(error.batch_index_error_message, flexible)
+                    if flexible:
+                        out.append(0)
                 out += _string(part.error_message, flexible)
             if flexible:
                 out.append(0)

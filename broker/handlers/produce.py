@@ -161,6 +161,7 @@ def _response(ctx: RequestContext, results: list[tuple[str, list[tuple[int, Any]
                 fields = dict(index=index, error_code=outcome.code, base_offset=-1,
                               log_append_time=None)
                 start, message = -1, outcome.message
+                refused = outcome.record_errors
             else:
                 append_time = outcome.log_append_time
                 fields = dict(index=index, error_code=ErrorCode.none,
@@ -168,11 +169,20 @@ def _response(ctx: RequestContext, results: list[tuple[str, list[tuple[int, Any]
                               log_append_time=None if append_time < 0
                               else datetime.fromtimestamp(append_time / 1000, UTC))
                 start, message = outcome.log_start_offset, None
+                refused = ()
             if has_start:
                 fields["log_start_offset"] = start
             if has_errors:
-                fields["record_errors"] = ()
+                fields["record_errors"] = _record_errors(refused, part_cls) if refused else ()
                 fields["error_message"] = message
             out.append(part_cls(**fields))
         topics.append(topic_cls(name=name, partition_responses=tuple(out)))
     return cls(responses=tuple(topics), throttle_time=ZERO)
+
+
+def _record_errors(found: tuple[tuple[int, str | None], ...], part_cls: type) -> tuple[Any, ...]:
+    """ProduceResponse's record_errors of a refused partition (LogValidator's RecordErrors)."""
+    if not found:
+        return ()
+    cls = item_type(part_cls, "record_errors")
+    return tuple(cls(batch_index=i, batch_index_error_message=m) for i, m in found)

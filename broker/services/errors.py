@@ -25,10 +25,13 @@ UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
 class ServiceError(Exception):
     """A request a service refuses: the Kafka error code and the message Kafka sends."""
 
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str | None = None,
+                 record_errors: tuple[tuple[int, str | None], ...] = ()) -> None:
         super().__init__(message or code.name)
         self.code = code
         self.message = message
+        # Produce: (batch index, message) of each refused record (ProduceResponse v8+)
+        self.record_errors = record_errors
 
 
 _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
@@ -49,7 +52,8 @@ def service_error(exc: BaseException) -> ServiceError:
     if isinstance(exc, ServiceError):
         return exc
     if isinstance(exc, CorruptRecordError):  # CORRUPT_MESSAGE or INVALID_RECORD, as validated
-        return ServiceError(ErrorCode(exc.code), str(exc))
+        return ServiceError(ErrorCode(exc.code), str(exc),
+                            tuple(getattr(exc, "record_errors", ())))
     for kind, code in _CODES:
         if isinstance(exc, kind):
             return ServiceError(code, str(exc))

@@ -20,6 +20,7 @@ from kafkette.protocol.records import (
     decode_records,
     parse_batch_header,
 )
+from kafkette.protocol.timestamp_validation import TimestampWindow
 from kafkette.storage.log import (
     LEADER_EPOCH,
     AppendInfo,
@@ -83,8 +84,12 @@ class RecordService:
                                f"Cannot append to internal topic {topic}")
         if not records:
             raise ServiceError(ErrorCode.invalid_record, "Produce request has no record batch")
+        cfg = plog.config
+        window = TimestampWindow(plog.now_ms(), cfg.timestamp_before_max_ms,
+                                 cfg.timestamp_after_max_ms, cfg.log_append_time)
         try:
-            records, header, null_key = check_produced_batch(records)
+            records, header, _null_key = check_produced_batch(
+                records, window, f"{topic}-{partition}" if cfg.compact else None)
         except CorruptRecordError as exc:
             raise service_error(exc) from None
         if header.attributes & 0x10 and verify_txn is not None and \
@@ -93,17 +98,12 @@ class RecordService:
             if code:
                 raise ServiceError(ErrorCode(code), "the partition is not in the producer's "
                                    "ongoing transaction")
-        cfg = plog.config
         if acks == -1 and cfg.min_insync_replicas > 1:
             # One broker is the whole ISR: acks=all cannot meet a larger min.insync.replicas.
             raise ServiceError(ErrorCode.not_enough_replicas,
                                f"The size of the current ISR Set(1) is insufficient to satisfy "
                                f"the min.isr requirement of {cfg.min_insync_replicas} for "
                                f"partition {topic}-{partition}")
-        if cfg.compact and null_key:
-            raise ServiceError(ErrorCode.invalid_record,
-                               "Compacted topic cannot accept message without key in topic "
-                               f"partition {topic}-{partition}.")
         try:
             if cfg.compression >= 0 and header.compression != cfg.compression:
                 records, header = _recompress(records, header, cfg.compression)

@@ -433,8 +433,14 @@ def test_compacted_topic_refuses_records_without_key(broker) -> None:
                 records[at] = (None, b"v" * 50)
                 part = produce(w, "cmp", 0, build_batch(records, compression=codec))
                 assert part.error_code == ErrorCode.invalid_record, (codec, at)
-                assert part.error_message == ("Compacted topic cannot accept message without "
-                                              "key in topic partition cmp-0.")
+                # RecordValidationException: Kafka's summary, and the refused record's index
+                why = "Compacted topic cannot accept message without key in topic partition cmp-0."
+                assert part.error_message == (
+                    "One or more records have been rejected due to 1 record errors in total, and "
+                    f"only showing the first three errors at most: [RecordError(batchIndex={at}, "
+                    f"message='{why}')]")
+                assert [(e.batch_index, e.batch_index_error_message)
+                        for e in part.record_errors] == [(at, why)]
             assert produce(w, "cmp", 0, build_batch(keyed, compression=codec)).error_code == \
                 ErrorCode.none
         assert produce(w, "cmp", 0, build_batch([(b"", b"empty key")])).error_code == ErrorCode.none
