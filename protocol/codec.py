@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import struct
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from kio.index import load_payload_module
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 
+from .encoder import entity_encoder
 from .headers import RequestHeader, parse_request_header
 from .validate import MalformedRequest, body_checker
 
@@ -40,7 +40,7 @@ class ApiCodec:
     response_type: type
     flexible: bool
     _read: Any
-    _write: Any
+    _encode: Any  # compiled response encoder (protocol/encoder.py): kio's bytes, faster
     _check: Any
     # One-slot memo (body object, encoded bytes): handlers that answer with the same immutable
     # response object (ApiVersions, empty Heartbeat answers) skip re-encoding it.
@@ -70,12 +70,10 @@ class ApiCodec:
         memo = self._memo
         if memo[0] is body:
             return memo[1]
-        buf = io.BytesIO()
         try:
-            self._write(buf, body)
+            encoded = self._encode(body)
         except OutOfBoundValue as exc:
             raise UnencodableResponse(str(exc)) from None
-        encoded = buf.getvalue()
         memo[0], memo[1] = body, encoded
         return encoded
 
@@ -88,9 +86,7 @@ class ApiCodec:
         return _SIZE_CORR.pack(len(encoded_body) + 4, correlation_id) + encoded_body
 
     def encode_request_body(self, body: Any) -> bytes:
-        buf = io.BytesIO()
-        entity_writer(self.request_type)(buf, body)
-        return buf.getvalue()
+        return entity_encoder(self.request_type)(body)
 
 
 @cache
@@ -111,7 +107,7 @@ def codec(api_key: int, version: int) -> ApiCodec:
         flexible=bool(req_type.__flexible__),
         _read=entity_reader(req_type),
         _check=body_checker(req_type),
-        _write=entity_writer(resp_type),
+        _encode=entity_encoder(resp_type),
     )
 
 
