@@ -291,6 +291,24 @@ def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
     return stop
 
 
+def _same_prefix(data: bytes, start: int, first: int, limit: int) -> int:
+    """How many of the next ``limit`` records (from byte ``start``, record index ``first``)
+    seem to share the first one's size and key prefix (group and topic); 0 if the first has not
+    the bulk layout. A guess: ``_run`` then checks every byte."""
+    rec = _record(data, start, 2 if first >= 64 else 1)
+    if rec is None:
+        return 0
+    size, _delta, kstart, kend, _vstart, _vend = rec
+    lo, hi = kstart - start, kend - 4 - start
+    prefix = data[kstart:kend - 4]
+    k = 1
+    pos = start + size
+    while k < limit and data[pos + lo:pos + hi] == prefix:
+        k += 1
+        pos += size
+    return k
+
+
 def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> bool:
     """Replay a plain batch of ``n`` records in bulk; False (nothing applied) if it does not
     have the layout."""
@@ -302,11 +320,19 @@ def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> boo
         start = 0
     else:
         data, start = batch, HEADER_SIZE
+    # Runs of records of one (group, topic) and layout; one run never spans the record index
+    # 64, where offset deltas grow to two bytes. A batch written by a group commit holds the
+    # records of several commit requests one after the other.
     plan: list[_Run] = []
+    pos, first = start, 0
     try:
-        pos = _run(data, start, 0, min(n, 64), plan)
-        if pos >= 0 and n > 64:
-            pos = _run(data, pos, 64, n - 64, plan)
+        while first < n:
+            limit = min(64 - first if first < 64 else n - first, n - first)
+            k = _same_prefix(data, pos, first, limit)
+            pos = _run(data, pos, first, k, plan) if k else -1
+            if pos < 0:
+                return False
+            first += k
     except (IndexError, struct.error):
         return False
     if pos != len(data):

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 from bench.figures.base import Context, Figure, Row
-from bench.figures.loadgen import check_response, commit_frame
+from bench.figures.loadgen import commit_frame, request_when_ready
 from bench.figures.wire import (
     FIND_COORDINATOR,
     HEARTBEAT,
@@ -55,7 +55,9 @@ def survives_kill(server: Server, topic: str) -> bool:
 
     with WireClient(server.bootstrap) as client:
         version, frame = commit_frame(client, "replay-0000", topic, 1, 42)
-        check_response(OFFSET_COMMIT, version, client.pipeline([frame])[0])
+        # A broker that has just started may still be loading its coordinator: retried as a
+        # client does.
+        request_when_ready(client, OFFSET_COMMIT, version, frame)
     server.kill()
     server.start()
     try:

@@ -299,3 +299,35 @@ def test_small_batch_parser_matches_key_values() -> None:
     assert _plain_records(plain, 2) is None  # a count that does not match the bytes
     assert _plain_records(plain[:-3], 3) is None  # truncated
     _both([plain, with_headers], [(key, value(1)), (key, None), (key, value(2))])
+
+
+@pytest.mark.parametrize("sizes", [[1000, 1000, 3], [5, 70, 200], [64, 64, 1]])
+def test_group_commit_batch_of_several_requests_takes_the_bulk_path(sizes: list[int],
+                                                                     monkeypatch: Any) -> None:
+    """One append of a group commit: the records of several commit requests (other groups,
+    other topics) follow each other in one batch; each request's records are one bulk run."""
+    per_group = [_commit_batch(f"group-{i}", f"topic-{i % 2}", list(range(size)), 7 * i)[1]
+                 for i, size in enumerate(sizes)]
+    recs = [r for group_recs in per_group for r in group_recs]
+    batch = build_batch(recs)
+    state = _both([batch], recs)
+    assert state[f"group-{len(sizes) - 1}/topic-{(len(sizes) - 1) % 2}"][-1][0] == sizes[-1] - 1
+    shard, ctx = _shard()
+    seen: list[int] = []
+    real = shard.replay_all
+
+    def spy(records: Any) -> int:
+        if type(records) is not RawBatches:
+            seen.append(len(records))
+        return real(records)
+
+    monkeypatch.setattr(shard, "replay_all", spy)
+    shard.replay_all(RawBatches([batch]))
+    assert seen == [1] * len(sizes)  # the first record of each new (group, topic) only
+    per_record, ctx2 = _shard()
+    per_record.replay_all(recs)
+    for i in range(len(sizes)):
+        assert shard.fetch_offsets(f"group-{i}", None) == per_record.fetch_offsets(f"group-{i}",
+                                                                                 None)
+    ctx.close()
+    ctx2.close()
