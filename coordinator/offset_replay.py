@@ -291,22 +291,32 @@ def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
     return stop
 
 
-def _same_prefix(data: bytes, start: int, first: int, limit: int) -> int:
+def _same_prefix(data: bytes, start: int, first: int, limit: int, linear: bool = False) -> int:
     """How many of the next ``limit`` records (from byte ``start``, record index ``first``)
     seem to share the first one's size and key prefix (group and topic); 0 if the first has not
-    the bulk layout. A guess: ``_run`` then checks every byte."""
+    the bulk layout. A guess that ``_run`` then checks byte by byte: by bisection (the records
+    of one commit request are contiguous), or record by record when ``linear``."""
     rec = _record(data, start, 2 if first >= 64 else 1)
     if rec is None:
         return 0
     size, _delta, kstart, kend, _vstart, _vend = rec
     lo, hi = kstart - start, kend - 4 - start
     prefix = data[kstart:kend - 4]
-    k = 1
-    pos = start + size
-    while k < limit and data[pos + lo:pos + hi] == prefix:
-        k += 1
-        pos += size
-    return k
+    if linear:
+        k, pos = 1, start + size
+        while k < limit and data[pos + lo:pos + hi] == prefix:
+            k += 1
+            pos += size
+        return k
+    good, bad = 1, limit + 1  # record good - 1 matches; record bad - 1 does not (or is past)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        pos = start + (mid - 1) * size
+        if data[pos + lo:pos + hi] == prefix:
+            good = mid
+        else:
+            bad = mid
+    return good
 
 
 def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> bool:
@@ -329,9 +339,13 @@ def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> boo
         while first < n:
             limit = min(64 - first if first < 64 else n - first, n - first)
             k = _same_prefix(data, pos, first, limit)
-            pos = _run(data, pos, first, k, plan) if k else -1
-            if pos < 0:
+            end = _run(data, pos, first, k, plan) if k else -1
+            if end < 0 and k > 1:  # the bisection's guess was wrong: record by record
+                k = _same_prefix(data, pos, first, limit, linear=True)
+                end = _run(data, pos, first, k, plan)
+            if end < 0:
                 return False
+            pos = end
             first += k
     except (IndexError, struct.error):
         return False

@@ -331,3 +331,11 @@ def test_group_commit_batch_of_several_requests_takes_the_bulk_path(sizes: list[
                                                                                  None)
     ctx.close()
     ctx2.close()
+
+
+def test_group_commit_batch_with_a_request_of_the_same_group_again() -> None:
+    """A, B, A: bisection guesses wrong over B; the records still replay as record by record."""
+    recs = [r for i, size in enumerate([40, 3, 40])
+            for r in _commit_batch(f"group-{i % 2}", "t", list(range(size)), 10 * i)[1]]
+    state = _both([build_batch(recs)], recs)
+    assert state["group-0/t"][0][:2] == (0, 20)
