@@ -145,7 +145,6 @@ def test_a_cluster_restarts_on_the_same_ports_with_its_data(kafka_cluster):
 def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafka_cluster):
     """While its ``__consumer_offsets`` partition is unloaded and replayed for the new node, a
     group's requests to that node are refused as Kafka refuses them, then served."""
-    import asyncio
 
     from kafkette.coordinator.service import SERVING_NODE
 
@@ -164,6 +163,16 @@ def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafk
             return exc.code
         return 0
 
+    from kafkette.coordinator.shard import GroupCoordinatorShard
+
+    during_replay: list[int] = []
+    real_init = GroupCoordinatorShard.__init__
+
+    def init(self, *args, **kwargs):  # the load's new shard: what a request gets meanwhile
+        if not during_replay:
+            during_replay.append(state())
+        real_init(self, *args, **kwargs)
+
     async def probe() -> list[int]:
         coord = broker.coordinator
         p = coord.partition_for(group)
@@ -171,10 +180,12 @@ def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafk
         codes = []
         coord.resign(p, target)
         codes.append(state())
-        electing = asyncio.ensure_future(coord.elect(p, target))
-        await asyncio.sleep(0)  # the replay has started
-        codes.append(state())
-        await electing
+        GroupCoordinatorShard.__init__ = init
+        try:
+            await coord.elect(p, target)
+        finally:
+            GroupCoordinatorShard.__init__ = real_init
+        codes += during_replay
         codes.append(state())
         return codes
 
