@@ -72,8 +72,15 @@ def join(client: WireClient, group: str, topic: str, session_ms: int = SESSION_M
                   protocols=(protocol,), reason=None)
     sync_version = client.version(SYNC_GROUP)
     sync_req = request_type(SYNC_GROUP, sync_version)
+    deadline = time.perf_counter() + 30
     for _attempt in range(10):
         resp = client.request(JOIN_GROUP, version, **fields)
+        # A broker that has just started may still be loading its coordinator: retried as a
+        # client does.
+        while (int(resp.error_code) in COORDINATOR_NOT_READY
+               and time.perf_counter() < deadline):
+            time.sleep(0.01)
+            resp = client.request(JOIN_GROUP, version, **fields)
         if int(resp.error_code) == MEMBER_ID_REQUIRED:
             fields["member_id"] = resp.member_id
             resp = client.request(JOIN_GROUP, version, **fields)
