@@ -21,7 +21,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from kafkette.protocol.control_records import COMMIT, control_type
-from kafkette.protocol.records import HEADER_SIZE, LOG_OVERHEAD, decompress, key_values
+from kafkette.protocol.records import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    CorruptRecordError,
+    _read_varint,
+    decompress,
+    key_values,
+    plain_key_values,
+)
 
 from .log import TxnMarker, TxnRecordKey
 from .offset_store import MIN_LENGTH_BY_VERSION, NOT_AN_OFFSET, REST_START
@@ -113,87 +121,28 @@ def replay_batches(shard: GroupCoordinatorShard, chunk: RawBatches) -> int:
 def _plain_records(batch: bytes, n: int) -> list[tuple[bytes, bytes | None]] | None:
     """(key, value) of the ``n`` records of an uncompressed batch without headers (records
     with a null key left out, as ``key_values`` does), or None for anything else: a lean
-    ``key_values`` for the small batches single commits write."""
-    out: list[tuple[bytes, bytes | None]] = []
-    pos = HEADER_SIZE
-    try:
-        for _ in range(n):
-            b = batch[pos]
-            if b < 0x80:
-                if b & 1:  # a negative length
-                    return None
-                end = pos + 1 + (b >> 1)
-                pos += 2  # the length and the attributes byte
-            else:
-                length, pos = _varint(batch, pos)
-                if length < 0:
-                    return None
-                end = pos + length
-                pos += 1
-            while batch[pos] & 0x80:  # timestamp delta
-                pos += 1
-            pos += 1
-            while batch[pos] & 0x80:  # offset delta
-                pos += 1
-            pos += 1
-            b = batch[pos]
-            if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                klen, pos = _varint(batch, pos)
-            key = None
-            if klen >= 0:
-                key = batch[pos:pos + klen]
-                pos += klen
-            b = batch[pos]
-            if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                vlen, pos = _varint(batch, pos)
-            value = None
-            if vlen >= 0:
-                value = batch[pos:pos + vlen]
-                pos += vlen
-            if pos + 1 != end or batch[pos] != 0 or end > len(batch):  # headers, bad lengths
-                return None
-            pos = end
-            if key is not None:
-                out.append((key, value))
-    except IndexError:
+    ``key_values`` for the small batches single commits write (no header object, no copy)."""
+    walked = plain_key_values(batch, HEADER_SIZE, n)
+    if walked is None or walked[1] != len(batch):
         return None
-    return out if pos == len(batch) else None
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 28:
-            raise IndexError("varint too long")
+    return [kv for kv in walked[0] if kv[0] is not None]  # type: ignore[misc]
 
 
 def _record(data: bytes, start: int, delta_bytes: int
             ) -> tuple[int, int, int, int, int, int] | None:
     """(size, offset-delta column, key start, key end, value start, value end) of the record
     at ``start`` if it has the layout bulk replay handles."""
-    length, pos = _varint(data, start)
+    length, pos = _read_varint(data, start)
     end = pos + length
     if data[pos + 1] != 0:  # timestamp delta 0
         return None
     delta_col = pos + 2 - start
     pos += 2 + delta_bytes
-    klen, pos = _varint(data, pos)
+    klen, pos = _read_varint(data, pos)
     if klen < 10:
         return None
     kstart, pos = pos, pos + klen
-    vlen, pos = _varint(data, pos)
+    vlen, pos = _read_varint(data, pos)
     if vlen < 0:
         return None
     vstart, pos = pos, pos + vlen
@@ -347,7 +296,7 @@ def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> boo
                 return False
             pos = end
             first += k
-    except (IndexError, struct.error):
+    except (IndexError, struct.error, CorruptRecordError):  # a varint too long
         return False
     if pos != len(data):
         return False

@@ -442,27 +442,25 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
     return out
 
 
-def key_values(batch: bytes | bytearray | memoryview) -> list[tuple[bytes | None, bytes | None]]:
-    """(key, value) of every record of one v2 batch, in order: ``decode_records`` without
-    offsets, timestamps or headers, for replaying a log (one byte varints take a fast path).
-    A batch whose records carry headers is decoded by ``decode_records``."""
-    header = parse_batch_header(batch)
-    if header.magic != 2:
-        raise CorruptRecordError(f"unsupported record batch magic {header.magic}")
-    if len(batch) < header.size:
-        raise CorruptRecordError("truncated record batch")
-    data = decompress(memoryview(batch)[HEADER_SIZE:header.size], header.compression)
+def plain_key_values(data: bytes | bytearray | memoryview, pos: int, count: int
+                     ) -> tuple[list[tuple[bytes | None, bytes | None]], int] | None:
+    """(key, value) of the ``count`` records at ``pos`` of uncompressed record bytes, and where
+    they end; one-byte varints take a fast path. None if a record carries headers or its lengths
+    do not add up: the caller decodes the batch fully (``decode_records``) or refuses it."""
     out: list[tuple[bytes | None, bytes | None]] = []
     append = out.append
-    pos = 0
     try:
-        for _ in range(header.records_count):
+        for _ in range(count):
             n = data[pos]
             if n < 0x80:
+                if n & 1:  # a negative length
+                    return None
                 end = pos + 1 + (n >> 1)
                 pos += 2  # the length and the attributes byte
             else:
                 length, pos = _read_varint(data, pos)
+                if length < 0:
+                    return None
                 end = pos + length
                 pos += 1
             while data[pos] & 0x80:  # timestamp delta
@@ -492,14 +490,28 @@ def key_values(batch: bytes | bytearray | memoryview) -> list[tuple[bytes | None
                 value = data[pos:pos + n]
                 pos += n
             if pos + 1 != end or data[pos] != 0:  # headers, or lengths that do not add up
-                if pos < end and data[pos] != 0:
-                    return [(r.key, r.value) for r in decode_records(batch)]
-                raise CorruptRecordError("record length does not match its fields")
+                return None
             append((key, value))
             pos = end
-    except IndexError as exc:
-        raise CorruptRecordError(f"malformed record: {exc}") from exc
-    return out
+    except (IndexError, CorruptRecordError):
+        return None
+    return out, pos
+
+
+def key_values(batch: bytes | bytearray | memoryview) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of every record of one v2 batch, in order: ``decode_records`` without
+    offsets, timestamps or headers, for replaying a log. A batch whose records carry headers,
+    or a malformed one, goes through ``decode_records`` (which decodes or refuses it)."""
+    header = parse_batch_header(batch)
+    if header.magic != 2:
+        raise CorruptRecordError(f"unsupported record batch magic {header.magic}")
+    if len(batch) < header.size:
+        raise CorruptRecordError("truncated record batch")
+    data = decompress(memoryview(batch)[HEADER_SIZE:header.size], header.compression)
+    walked = plain_key_values(data, 0, header.records_count)
+    if walked is None:
+        return [(r.key, r.value) for r in decode_records(batch)]
+    return walked[0]
 
 
 def validate_batch(batch: bytes | bytearray | memoryview) -> BatchHeader:
