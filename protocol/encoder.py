@@ -30,6 +30,7 @@ from typing import Any
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial.errors import OutOfBoundValue
 
+from .headers import ONE_BYTE_UVARINTS, encode_uvarint
 from .validate import _unwrap
 
 Encoder = Callable[[Any], bytes]
@@ -37,7 +38,6 @@ Encoder = Callable[[Any], bytes]
 _I16_MAX = 2**15 - 1
 _I32_MAX = 2**31 - 1
 _ZERO_UUID = b"\x00" * 16
-_UV1 = tuple(bytes([n]) for n in range(0x80))
 
 # kafka_type -> (struct code, expression turning the value ``X`` into what is packed)
 _FIXED: dict[str, tuple[str, str]] = {
@@ -51,18 +51,6 @@ _FIXED: dict[str, tuple[str, str]] = {
 }
 _NULLABLE_FIXED = {"datetime_i64": ("q", "datetime_or_null(X)"), "uuid": _FIXED["uuid"]}
 _BULK = {"b", "h", "i", "q", "B", "H", "I", "Q", "d", "?"}  # X itself is packed
-
-
-def uvarint(n: int) -> bytes:
-    """Unsigned varint, as kio writes it."""
-    if n < 0x80:
-        return _UV1[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _uuid_bytes(value: Any) -> bytes:
@@ -86,7 +74,7 @@ def entity_encoder(entity_type: type) -> Encoder:
 class _Compiler:
     def __init__(self) -> None:
         self.namespace: dict[str, Any] = {
-            "uv": uvarint, "UV1": _UV1, "OOB": OutOfBoundValue, "too_long": _too_long,
+            "uv": encode_uvarint, "UV1": ONE_BYTE_UVARINTS, "OOB": OutOfBoundValue, "too_long": _too_long,
             "uuid_bytes": _uuid_bytes, "datetime_or_null": _datetime_or_null,
             "pack": struct.pack,
         }
@@ -157,7 +145,7 @@ class _Compiler:
             inner.flush()
             data = self.fresh("d")
             inner.line(f"{data} = b''.join({sub})")
-            inner.line(f"{tags}.append({self.const(uvarint(tag), 'TAG')} + uv(len({data})) + {data})")
+            inner.line(f"{tags}.append({self.const(encode_uvarint(tag), 'TAG')} + uv(len({data})) + {data})")
             inner.line(f"{count} += 1")
             em.lines += inner.lines
         em.line(f"{em.app}(uv({count}))")

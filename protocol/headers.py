@@ -50,8 +50,13 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
             raise HeaderError("varint too long")
 
 
+ONE_BYTE_UVARINTS = tuple(bytes([n]) for n in range(0x80))
+
+
 def encode_uvarint(n: int) -> bytes:
     """Unsigned varint, as in compact lengths and tagged-field counts."""
+    if 0 <= n < 0x80:
+        return ONE_BYTE_UVARINTS[n]
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)

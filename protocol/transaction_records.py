@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from .headers import encode_uvarint
 from .records import _read_varint
 
 _I16 = struct.Struct(">h")
@@ -75,26 +76,17 @@ def encode_value(v: TransactionLogValue) -> bytes:
     return bytes(out)
 
 
-def _uvarint_bytes(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _encode_value_v1(v: TransactionLogValue) -> bytes:
     out = bytearray(_I16.pack(1))
     out += _HEAD.pack(v.producer_id, v.producer_epoch, v.timeout_ms, v.state)
     if v.state == EMPTY:
         out += b"\x00"  # null
     else:
-        out += _uvarint_bytes(len(v.partitions) + 1)
+        out += encode_uvarint(len(v.partitions) + 1)
         for topic in sorted(v.partitions):
             raw = topic.encode()
             parts = sorted(v.partitions[topic])
-            out += _uvarint_bytes(len(raw) + 1) + raw + _uvarint_bytes(len(parts) + 1)
+            out += encode_uvarint(len(raw) + 1) + raw + encode_uvarint(len(parts) + 1)
             out += struct.pack(f">{len(parts)}i", *parts) + b"\x00"
     out += _TIMES.pack(v.last_update_ms, v.start_ms)
     tags = []
@@ -104,9 +96,9 @@ def _encode_value_v1(v: TransactionLogValue) -> bytes:
         tags.append((1, struct.pack(">q", v.next_producer_id)))
     if v.client_transaction_version != 0:
         tags.append((2, _I16.pack(v.client_transaction_version)))
-    out += _uvarint_bytes(len(tags))
+    out += encode_uvarint(len(tags))
     for tag, raw in tags:
-        out += _uvarint_bytes(tag) + _uvarint_bytes(len(raw)) + raw
+        out += encode_uvarint(tag) + encode_uvarint(len(raw)) + raw
     return bytes(out)
 
 
