@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
+
 FAST = {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"}
 
 
@@ -53,3 +56,21 @@ def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 1,
     finally:
         consumer.close()
     return values
+
+
+TXN_OFFSET_COMMIT = 28
+
+
+def txn_offset_commit(w: Any, tid: str, pid: int, epoch: int, offset: int, *, group: str,
+                      version: int) -> int:
+    """TxnOffsetCommit of ``offset`` for partition 0 of topic "in" (a simple group);
+    returns the partition's error code."""
+    cls = request_type(TXN_OFFSET_COMMIT, version)
+    topic_cls = item_type(cls, "topics")
+    part_cls = item_type(topic_cls, "partitions")
+    r = w.request(TXN_OFFSET_COMMIT, version, transactional_id=tid, group_id=group,
+                  producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+                  group_instance_id=None, topics=(make(topic_cls, name="in", partitions=(
+                      make(part_cls, partition_index=0, committed_offset=offset,
+                           committed_leader_epoch=-1, committed_metadata=""),)),))
+    return r.topics[0].partitions[0].error_code

@@ -13,10 +13,10 @@ from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 from tests.wire import WireClient
 
-from .helpers import FAST, create_topic, read_all, txn_producer
+from .helpers import FAST, create_topic, read_all, txn_offset_commit, txn_producer
 from .test_isolation import _list_offset
 
-INIT_PRODUCER_ID, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH = 22, 25, 26, 28, 9
+INIT_PRODUCER_ID, ADD_OFFSETS, END_TXN, OFFSET_FETCH = 22, 25, 26, 9
 UNSTABLE_OFFSET_COMMIT, PRODUCER_FENCED, INVALID_PRODUCER_EPOCH = 88, 90, 47
 CONCURRENT_TRANSACTIONS = 51
 DELETE_GROUPS = 42
@@ -100,15 +100,7 @@ def test_open_transaction_is_aborted_after_its_timeout(kafka_broker_factory) -> 
 
 
 def _txn_commit(w: WireClient, tid: str, pid: int, epoch: int, offset: int) -> int:
-    cls = request_type(TXN_OFFSET_COMMIT, 3)
-    topic_cls = item_type(cls, "topics")
-    part_cls = item_type(topic_cls, "partitions")
-    r = w.request(TXN_OFFSET_COMMIT, 3, transactional_id=tid, group_id="stable-group",
-                  producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
-                  group_instance_id=None, topics=(make(topic_cls, name="in", partitions=(
-                      make(part_cls, partition_index=0, committed_offset=offset,
-                           committed_leader_epoch=-1, committed_metadata=""),)),))
-    return r.topics[0].partitions[0].error_code
+    return txn_offset_commit(w, tid, pid, epoch, offset, group="stable-group", version=3)
 
 
 def _fetch(w: WireClient, require_stable: bool) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from kafkette.protocol.codec import request_type
 from kafkette.protocol.records import build_batch, iter_batches
 from tests.wire import WireClient, entity
 
-from .helpers import FAST, create_topic
+from .helpers import FAST, create_topic, txn_offset_commit
 from .test_fencing import _init
 
 PRODUCE, FETCH, OFFSET_FETCH, API_VERSIONS, END_TXN, TXN_OFFSET_COMMIT = 0, 1, 9, 18, 26, 28
@@ -43,15 +43,7 @@ def _end(w: WireClient, tid: str, pid: int, epoch: int, commit: bool, version: i
 
 
 def _txn_commit(w: WireClient, tid: str, pid: int, epoch: int, offset: int) -> int:
-    cls = request_type(TXN_OFFSET_COMMIT, 5)
-    topic_cls = item_type(cls, "topics")
-    part_cls = item_type(topic_cls, "partitions")
-    r = w.request(TXN_OFFSET_COMMIT, 5, transactional_id=tid, group_id="tv2-group",
-                  producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
-                  group_instance_id=None, topics=(make(topic_cls, name="in", partitions=(
-                      make(part_cls, partition_index=0, committed_offset=offset,
-                           committed_leader_epoch=-1, committed_metadata=""),)),))
-    return r.topics[0].partitions[0].error_code
+    return txn_offset_commit(w, tid, pid, epoch, offset, group="tv2-group", version=5)
 
 
 def _describe(w: WireClient, tid: str) -> Any:
