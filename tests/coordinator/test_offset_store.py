@@ -254,6 +254,15 @@ def test_commit_batches_take_the_bulk_path(case: str, monkeypatch: Any) -> None:
         kwargs["compression"] = 1
     batch, recs = _commit_batch("g", "t", parts, 10, **kwargs)
     shard, ctx = _shard()
+    seen = _replayed_record_by_record(shard, batch, monkeypatch)
+    assert seen == [1]  # only the first record of a new (group, topic) goes record by record
+    assert shard.fetch_offsets("g", None) == _state_rows(recs)
+    ctx.close()
+
+
+def _replayed_record_by_record(shard: GroupCoordinatorShard, batch: bytes,
+                               monkeypatch: Any) -> list[int]:
+    """Replay ``batch`` as the log's chunk; the sizes of what went record by record."""
     seen: list[int] = []
     real = shard.replay_all
 
@@ -264,9 +273,7 @@ def test_commit_batches_take_the_bulk_path(case: str, monkeypatch: Any) -> None:
 
     monkeypatch.setattr(shard, "replay_all", spy)
     shard.replay_all(RawBatches([batch]))
-    assert seen == [1]  # only the first record of a new (group, topic) goes record by record
-    assert shard.fetch_offsets("g", None) == _state_rows(recs)
-    ctx.close()
+    return seen
 
 
 def _state_rows(recs: list[tuple[bytes, bytes]]) -> list[Any]:
@@ -313,16 +320,7 @@ def test_group_commit_batch_of_several_requests_takes_the_bulk_path(sizes: list[
     state = _both([batch], recs)
     assert state[f"group-{len(sizes) - 1}/topic-{(len(sizes) - 1) % 2}"][-1][0] == sizes[-1] - 1
     shard, ctx = _shard()
-    seen: list[int] = []
-    real = shard.replay_all
-
-    def spy(records: Any) -> int:
-        if type(records) is not RawBatches:
-            seen.append(len(records))
-        return real(records)
-
-    monkeypatch.setattr(shard, "replay_all", spy)
-    shard.replay_all(RawBatches([batch]))
+    seen = _replayed_record_by_record(shard, batch, monkeypatch)
     assert seen == [1] * len(sizes)  # the first record of each new (group, topic) only
     per_record, ctx2 = _shard()
     per_record.replay_all(recs)
