@@ -60,6 +60,12 @@ class KafkaConnection(asyncio.Protocol):
     # _dispatch's per-connection state, made on first use (see _dispatch).
     _header: HeaderParser | None = None
     _memos: dict[int, _RequestMemo] | None = None
+    # _send's one-slot memo: the last small response object framed, and its frame from byte 8
+    # (after size and correlation id) on.
+    _sent_body: Any = None
+    _sent_codec: Any = None
+    _sent_size = 0
+    _sent_tail = b""
 
     def __init__(self, broker: ConnectionOwner) -> None:
         self.broker = broker
@@ -150,7 +156,8 @@ class KafkaConnection(asyncio.Protocol):
             self._queue.extend(frames)
             self._queued_bytes += sum(map(len, frames))
             if not self._barrier:
-                self._drain()
+                self._drain()  # ends with _update_reading
+                return
         self._update_reading()
 
     def _update_reading(self) -> None:
@@ -182,22 +189,25 @@ class KafkaConnection(asyncio.Protocol):
             if outcome is None:
                 return  # connection closed
             corr, api_codec, result = outcome
-            if isinstance(result, asyncio.Future):
+            kind = _RESULT_KINDS.get(type(result))
+            if kind is None:
+                kind = _result_kind(type(result))
+            if kind is _PLAIN:
+                if waiting:
+                    self._wait(corr, api_codec, result, None)
+                else:
+                    self._send(corr, api_codec, result)
+                continue
+            if kind is _FUTURE:
                 # An OffsetCommit's future that waits for durability only: keep handling
                 # requests behind it. Anything else waits for its answer before the next one.
                 if type(result) is not DurableFuture or api_codec.api_key != 8:
                     self._barrier = True
                 self._wait(corr, api_codec, None, result)
                 continue
-            if hasattr(result, "__await__"):
-                self._barrier = True
-                self._task = asyncio.ensure_future(result)
-                self._wait(corr, api_codec, None, self._task)
-                continue
-            if waiting:
-                self._wait(corr, api_codec, result, None)
-            else:
-                self._send(corr, api_codec, result)
+            self._barrier = True  # another awaitable: run as a task
+            self._task = asyncio.ensure_future(result)
+            self._wait(corr, api_codec, None, self._task)
         self._flush()
         self._update_reading()
 
@@ -290,7 +300,11 @@ class KafkaConnection(asyncio.Protocol):
         if self._serving_node is not None:
             SERVING_NODE.set(self._serving_node)
         try:
-            if _request_log.isEnabledFor(logging.DEBUG):
+            # isEnabledFor(DEBUG), its cache read inline (the cache is cleared on level changes)
+            debug = _request_log_cache.get(logging.DEBUG)
+            if debug is None:
+                debug = _request_log.isEnabledFor(logging.DEBUG)
+            if debug and not _request_log.disabled:
                 result = request_log.handle(handler, ctx, body)  # DEBUG: one line a request
             else:
                 result = handler(ctx, body)
@@ -311,6 +325,11 @@ class KafkaConnection(asyncio.Protocol):
                      api_codec.api_key, corr)
             self.close(None)
             return
+        if result is self._sent_body and api_codec is self._sent_codec:
+            # The same (immutable) response object as the last one: its frame but for the
+            # correlation id (a steady heartbeat's answer).
+            self._out.append(_SIZE_CORR.pack(self._sent_size, corr) + self._sent_tail)
+            return
         if type(result) is SplicedResponse:
             self._flush()
             write_spliced(self.transport, api_codec, corr, result)
@@ -326,6 +345,11 @@ class KafkaConnection(asyncio.Protocol):
                           api_codec.api_key, api_codec.version, self.peer)
             self.close(None)
             return
+        if len(data) <= _SENT_MEMO_MAX and type(result) not in _FRAMED_FRESH:
+            self._sent_body = result
+            self._sent_codec = api_codec
+            self._sent_size = len(data) - 4
+            self._sent_tail = data[8:]
         self._out.append(data)
 
     def _flush(self) -> None:
@@ -359,6 +383,26 @@ class KafkaConnection(asyncio.Protocol):
 
 _PEEK = struct.Struct(">hhi")  # api_key, api_version, correlation_id: common to every header
 _request_log = logging.getLogger(request_log.log.name)
+_request_log_cache: dict[int, bool] = getattr(_request_log, "_cache", {})
+
+_SIZE_CORR = struct.Struct(">ii")  # response frame size, correlation id
+_SENT_MEMO_MAX = 256  # responses framed at most this long are remembered by _send
+
+# What _drain does with a handler's result, by its type: send it (a response object, NO_RESPONSE,
+# CLOSE_CONNECTION), wait for the future, or run the awaitable as a task.
+_PLAIN, _FUTURE, _AWAITABLE = "plain", "future", "awaitable"
+_RESULT_KINDS: dict[type, str] = {}
+# Responses whose frame is not a function of the object alone (none today; fast encoders with
+# their own framing would be listed here).
+_FRAMED_FRESH: frozenset[type] = frozenset()
+
+
+def _result_kind(cls: type) -> str:
+    kind = (_FUTURE if issubclass(cls, asyncio.Future)
+            else _AWAITABLE if hasattr(cls, "__await__") else _PLAIN)
+    _RESULT_KINDS[cls] = kind
+    return kind
+
 
 # APIs whose requests repeat byte for byte on a connection (but for the correlation id) and whose
 # handlers keep neither the request nor its context past the answer: Heartbeat and

@@ -260,7 +260,7 @@ class PartitionContext:
                     await asyncio.wait([ready])
 
     def pending(self) -> bool:
-        return self._last_batch() is not None
+        return self._open is not None or bool(self._inflight)  # _last_batch() is not None
 
     def _last_batch(self) -> _Batch | None:
         if self._open is not None:

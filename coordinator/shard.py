@@ -186,7 +186,7 @@ class GroupCoordinatorShard:
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> Result:
-        if group_id in self.consumer_groups:
+        if group_id in self.consumer.groups:  # consumer_groups, inlined: the hottest request
             return self.consumer.classic_heartbeat(group_id, member_id, instance_id, generation)
         return self.group_manager.heartbeat(group_id, member_id, instance_id, generation)
 
