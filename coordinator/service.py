@@ -53,6 +53,9 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return kafka_abs(java_string_hashcode(group_id)) % num_partitions
 
 
+_HEARTBEAT_PARTITIONS_MAX = 65536
+
+
 def error_code(exc: BaseException) -> int:
     """The code a failed op answers (CoordinatorOperationExceptionHelper)."""
     if isinstance(exc, CoordinatorError):
@@ -72,6 +75,8 @@ class GroupCoordinator:
                  partition_count: Callable[[str], int] | None = None) -> None:
         self.node_id = node_id
         self.num_partitions = num_partitions
+        # partition_for of the groups heartbeating (a dict hit is cheaper than the lru_cache)
+        self._heartbeat_partitions: dict[str, int] = {}
         self.clock = clock
         self.config = config
         # partitions of a topic (0: no such topic), for OffsetCommit/OffsetDelete validation
@@ -230,7 +235,12 @@ class GroupCoordinator:
             # context_for, inlined: the hottest group request
             if not self.started:
                 raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
-            p = partition_for(group_id, self.num_partitions)
+            p = self._heartbeat_partitions.get(group_id)
+            if p is None:
+                partitions = self._heartbeat_partitions
+                if len(partitions) >= _HEARTBEAT_PARTITIONS_MAX:
+                    partitions.clear()
+                p = partitions[group_id] = partition_for(group_id, self.num_partitions)
             ctx = self.runtime.contexts.get(p)
             node = SERVING_NODE.get()
             if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):

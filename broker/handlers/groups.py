@@ -4,8 +4,6 @@ encode."""
 
 from __future__ import annotations
 
-from functools import cache
-
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator import errors as E
@@ -92,17 +90,24 @@ def handle_heartbeat(ctx: RequestContext, req):
     if coord is None:
         coord = coordinator(ctx)
     error = coord.heartbeat(req.group_id, req.member_id,
-                                       req.group_instance_id if version >= 3 else None,
-                                       req.generation_id)
+                            req.group_instance_id if version >= 3 else None, req.generation_id)
     if type(error) is int:
-        return _heartbeat_response(version, error)
+        response = _HEARTBEAT_RESPONSES.get((version, error))
+        return response if response is not None else _heartbeat_response(version, error)
     return respond_with(error, lambda code: _heartbeat_response(version, code))
 
 
-@cache
+# A handful of constant answers; reusing the object lets the connection and the codec reuse its
+# encoding. Keyed by (version, error code).
+_HEARTBEAT_RESPONSES: dict[tuple[int, int], object] = {}
+
+
 def _heartbeat_response(version: int, error: int):
-    # A handful of constant answers; reusing the object lets the codec reuse its encoding.
-    return make(response_type(12, version), throttle_time=ZERO, error_code=ErrorCode(error))
+    response = _HEARTBEAT_RESPONSES.get((version, error))
+    if response is None:
+        response = _HEARTBEAT_RESPONSES[version, error] = make(
+            response_type(12, version), throttle_time=ZERO, error_code=ErrorCode(error))
+    return response
 
 
 # LeaveGroup --------------------------------------------------------------------------------------
