@@ -145,6 +145,7 @@ def encode_value(value: RecordValue) -> bytes:
 
 
 _V3_HEAD = struct.Struct(">hqih")
+_V3_EMPTY = struct.Struct(">hqihq")  # v3 with empty metadata: one pack
 _OFFSET_KEY_V1 = b"\x00\x01"
 
 
@@ -165,7 +166,7 @@ def encode_offset_value(offset: int, leader_epoch: int, metadata: str, commit_ti
     if expire_timestamp is not None or metadata:
         return encode_value(OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp,
                                               expire_timestamp))
-    return _V3_HEAD.pack(3, offset, leader_epoch, 0) + _I64.pack(commit_timestamp)
+    return _V3_EMPTY.pack(3, offset, leader_epoch, 0, commit_timestamp)
 
 
 # Decoding --------------------------------------------------------------------------------------
