@@ -11,6 +11,7 @@ from typing import NoReturn
 
 from kafkette.storage.topics import LogDirError
 
+from . import gc_tuning
 from .admin import admin_address
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
@@ -75,7 +76,9 @@ async def serve(config: BrokerConfig, nodes: int = 1) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    gc_tuning.tune()
     await broker.start()
+    frozen = asyncio.ensure_future(gc_tuning.freeze_when_ready(broker))
     # One line with the bound address (a line a node), so scripts starting with port 0 find it.
     if nodes == 1:
         host, port = broker.bound
@@ -87,6 +90,7 @@ async def serve(config: BrokerConfig, nodes: int = 1) -> None:
     if broker.admin is not None:
         print(f"kafkette admin on {broker.admin.url}", flush=True)
     await stop.wait()
+    frozen.cancel()
     log = logging.getLogger("kafkette.broker")
     log.info("shutting down")
     await broker.stop()
