@@ -95,7 +95,7 @@ class GroupCoordinatorShard:
         cached = om.parts_by_prefix
         shared = om.shared()
         if type(records) is BuiltOffsetRecords:  # a commit's own records: values not decoded
-            for (key, value), entry in zip(records, records.entries):
+            for (key, value), entry in zip(records, records.entries, strict=True):
                 parts = cached.get(key[:-4])
                 if parts is None:
                     self._replay_decoded(key, value)
