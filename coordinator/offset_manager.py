@@ -85,6 +85,18 @@ class OffsetMetadataManager:
         # rest bytes -> table entry, shared by the topics of one commit (cleared when large)
         self.shared_entries: dict[bytes, OffsetCommitValue] = {}
         self.txn = PendingTxnOffsets()  # TxnOffsetCommit records waiting for their marker
+        self._last_entry: OffsetCommitValue | None = None  # see _entry
+
+    def _entry(self, metadata: str, now_ms: int, expire: int | None) -> OffsetCommitValue:
+        """The table entry of values built now with ``metadata``: the same object for the
+        commits of one millisecond (a partition whose stored entry it is keeps it: see
+        TopicOffsets.put)."""
+        last = self._last_entry
+        if last is not None and last.commit_timestamp == now_ms \
+                and last.expire_timestamp == expire and last.metadata == metadata:
+            return last
+        last = self._last_entry = built_entry(metadata, now_ms, expire)
+        return last
 
     # Replay ----------------------------------------------------------------------------------
     def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes,
@@ -202,7 +214,7 @@ class OffsetMetadataManager:
             records.append((prefix + _I32.pack(p.partition),
                             encode_offset_value(p.offset, p.leader_epoch, md, now_ms, expire)))
             if md is not entry_md:
-                entry_md, entry = md, built_entry(md, now_ms, expire)
+                entry_md, entry = md, self._entry(md, now_ms, expire)
             entries.append(entry)
         if records and group is None:
             log.info("creating simple group %s via manual offset commit", group_id)

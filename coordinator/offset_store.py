@@ -123,6 +123,17 @@ class TopicOffsets:
         """Store an OffsetCommitValue's bytes for partition ``p``; False (nothing stored) if
         they fail the plausibility check. ``entry``: the table entry of the value's rest bytes
         when the caller knows it (a record this broker just built: nothing to decode)."""
+        if entry is not None:  # a value built here: its entry may be stored already
+            metas = self.metas
+            if 0 <= p < len(metas):
+                m = metas[p]
+                if m and self.table[m] is entry:
+                    if entry.expire_timestamp is None:  # v3: offset and leader epoch
+                        self.offsets[p], self.epochs[p] = _OFFSET_EPOCH.unpack_from(value, 2)
+                    else:  # v1: no leader epoch
+                        self.offsets[p] = _OFFSET.unpack_from(value, 2)[0]
+                        self.epochs[p] = -1
+                    return True
         version = value[:2]
         shape = _SHAPE.get(version)
         if shape is None or len(value) < shape[0]:

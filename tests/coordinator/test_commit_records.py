@@ -42,6 +42,7 @@ CASES: dict[str, tuple[list[CommitPartition], int]] = {
     "unicode": ([CommitPartition("t", 1, 7, -1, "é😀"), CommitPartition("u", 0, 8, 1, "")], -1),
     "retention": ([CommitPartition("t", 0, 5, -1, ""), CommitPartition("t", 1, 6, -1, "m")],
                   60_000),
+    "retention-one": ([CommitPartition("t", 0, 5, 4, "")], 60_000),
     "topics": ([CommitPartition(t, p, p, -1, "") for t in ("a", "b", "a") for p in (0, 2)], -1),
     "sparse": ([CommitPartition("t", 1 << 20, 1, -1, ""), CommitPartition("t", -3, 2, -1, "")],
                -1),
@@ -54,9 +55,13 @@ def test_built_records_replay_like_the_log(case: str) -> None:
     live, c1 = _shard()
     from_log, c2 = _shard()
     try:
-        for round_ in range(3):  # the second and later rounds take the cached-prefix path
-            c1.clock.advance(1)
-            c2.clock.advance(1)
+        for round_ in range(6):  # the second and later rounds take the cached-prefix path
+            if round_ % 2 == 0:  # two commits a millisecond: the second one's entry is stored
+                c1.clock.advance(1)
+                c2.clock.advance(1)
+            partitions = [CommitPartition(p.topic, p.partition, p.offset + 100 * round_,
+                                          p.leader_epoch + round_, p.metadata)
+                          for p in CASES[case][0]]
             result = live.commit_offsets("g", -1, "", None, retention, partitions, 9)
             assert type(result.records) is BuiltOffsetRecords
             assert result.response == [E.NONE] * len(partitions)
