@@ -29,5 +29,8 @@ def tune() -> None:
 async def freeze_when_ready(broker: Any) -> None:
     """Once the group coordinator has loaded, freeze what the process holds (a constant-time
     move to the permanent generation: nothing is walked on the loop)."""
-    await broker.wait_ready()
+    try:
+        await broker.wait_ready()
+    except Exception:  # noqa: BLE001 - the coordinator reports its own failure
+        return
     gc.freeze()
