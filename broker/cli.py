@@ -1,4 +1,9 @@
-"""``kafkette`` command line: ``kafkette serve --config server.properties --override k=v``."""
+"""``kafkette`` command line: ``kafkette serve --config server.properties --override k=v``.
+
+``serve`` checks the config, binds the listeners (they answer ApiVersions at once, see
+broker/boot.py), then imports and starts the broker in a thread's time: what this module
+imports before the listeners are up stays light (tests/spine/test_lazy_imports.py).
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,24 @@ import asyncio
 import logging
 import signal
 import sys
-from typing import NoReturn
-
-from kafkette.storage.topics import LogDirError
+from typing import TYPE_CHECKING, NoReturn
 
 from .admin import admin_address
+from .boot import StartupError, listen_early
 from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
-from .server import Broker, StartupError
+
+if TYPE_CHECKING:
+    from .boot import EarlyListener
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-# Start-up failures reported as one line on stderr (with --debug: the traceback too).
-STARTUP_ERRORS = (ConfigError, StartupError, LogDirError)
+
+
+def startup_errors() -> tuple[type[BaseException], ...]:
+    """Start-up failures reported as one line on stderr (with --debug: the traceback too)."""
+    from kafkette.storage.topics import LogDirError  # imported by the broker anyway
+
+    return (ConfigError, StartupError, LogDirError)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -53,9 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
                              help="control a running kafkette over its admin server: faults, "
                                   "nodes, coordinator and leader moves (`kafkette cluster --help`)")
     cluster.add_argument("args", nargs=argparse.REMAINDER)
-    from . import transactions_cli  # small; its parser is listed in --help
-
-    transactions_cli.add_parser(sub)
+    # Run by transactions_cli, which is imported only then (it imports the protocol codecs).
+    txn = sub.add_parser("transactions", help="list and describe transactions")
+    txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
+    actions = txn.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="every transactional id and its state")
+    describe = actions.add_parser("describe", help="state, epoch and partitions of one id")
+    describe.add_argument("--transactional-id", required=True)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
@@ -69,13 +84,30 @@ def run_pipeline(argv: list[str]) -> int:
     return pipeline_main(argv)
 
 
+def _import_broker() -> None:
+    # In a thread, while the event loop answers ApiVersions on the early listeners.
+    import kafkette.broker.server  # noqa: F401
+    import kafkette.broker.api_versions  # noqa: F401
+
+
 async def serve(config: BrokerConfig, nodes: int = 1) -> None:
-    broker = Broker(config, nodes=nodes)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await broker.start()
+    # One node: listen now (ApiVersions answered at once, other requests wait for the broker).
+    early: dict[str, EarlyListener] = await listen_early(config) if nodes == 1 else {}
+    try:
+        await loop.run_in_executor(None, _import_broker)
+        from .server import Broker
+
+        broker = Broker(config, nodes=nodes, early=early)
+        await broker.start()
+    except BaseException:
+        for listener in early.values():
+            if not listener.adopted:
+                listener.close()
+        raise
     # One line with the bound address (a line a node), so scripts starting with port 0 find it.
     if nodes == 1:
         host, port = broker.bound
@@ -131,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.nodes < 1:
                 raise ConfigError(f"--nodes must be at least 1, got {args.nodes}")
             run(serve(config, args.nodes))
-        except STARTUP_ERRORS as exc:
+        except Exception as exc:
+            if not isinstance(exc, startup_errors()):
+                raise
             return fail(exc, args.debug)
     return 0
 
