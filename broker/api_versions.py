@@ -175,13 +175,15 @@ def early_answer(frame_: bytes, transaction_version: int) -> bytes | None:
     """The framed answer to ``frame_`` (a request without its size prefix) if it is an
     ApiVersions request that ``handle_api_versions`` would answer; None for any other request,
     and for one the connection would refuse or close on (left for it to handle)."""
-    if len(frame_) < 10:
+    if len(frame_) < 8:
         return None
     key, version, corr = _HHI.unpack_from(frame_)
     if key != API_VERSIONS_KEY:
         return None
-    if not MIN_VERSION <= version <= MAX_VERSION:
+    if not MIN_VERSION <= version <= MAX_VERSION:  # checked before the rest of the header
         return frame(corr, unsupported_body())
+    if len(frame_) < 10:
+        return None
     client_len = _H.unpack_from(frame_, 8)[0]
     pos = 10
     if client_len >= 0:
@@ -208,10 +210,10 @@ def early_answer(frame_: bytes, transaction_version: int) -> bytes | None:
     return frame(corr, response_body(version, error, transaction_version))
 
 
-def _read_compact_string(buf: bytes, pos: int) -> tuple[str | None, int]:
+def _read_compact_string(buf: bytes, pos: int) -> tuple[str, int]:
     size, pos = read_uvarint(buf, pos)
     if size == 0:
-        return None, pos
+        raise HeaderError("null string")  # not nullable: kio refuses the request
     end = pos + size - 1
     if end > len(buf):
         raise HeaderError("string runs past the frame")

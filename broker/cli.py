@@ -87,7 +87,6 @@ def run_pipeline(argv: list[str]) -> int:
 def _import_broker() -> None:
     # In a thread, while the event loop answers ApiVersions on the early listeners.
     import kafkette.broker.server  # noqa: F401
-    import kafkette.broker.api_versions  # noqa: F401
 
 
 async def serve(config: BrokerConfig, nodes: int = 1) -> None:
