@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from kafkette.broker.registry import ROUTES, load_all
 from kafkette.broker.routes import REGISTERED, TABLE
 
@@ -73,6 +75,15 @@ cli.main(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
     assert heavy(modules) == []
     assert [m for m in modules if any(m == a or m.startswith(a + ".")
                                       for a in AFTER_LISTENING)] == []
+    assert [m for m in modules if m == "kio" or m.startswith("kio.")] == []
+
+
+def test_kio_loads_without_hypothesis_after_the_protocol_package():
+    # protocol/__init__.py hides hypothesis (~170 ms) while kio's primitive types load.
+    pytest.importorskip("hypothesis")
+    modules = modules_after("import kafkette.protocol, kio.schema.errors")
+    assert "kio.static.primitive" in modules and "hypothesis" not in modules
+    assert "hypothesis" in modules_after("import kio.schema.errors")  # what it saves
 
 
 def test_a_broker_started_in_process_loads_no_handler_until_asked(tmp_path):
