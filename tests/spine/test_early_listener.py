@@ -114,7 +114,13 @@ def test_early_answer_leaves_other_requests_to_the_broker():
                 raw(0, 1, b"\x00\x02\xff\xfe")[4:],  # client id not UTF-8
                 raw(3, 1, b"\x00\x01c\x00")[4:],  # v3 body truncated
                 raw(3, 1, b"\xff\xff\x00\x00\x00\x00")[4:],  # null software name (not nullable)
-                raw(0, 1, b"\xff\xfe")[4:]):  # client id length -2
+                raw(0, 1, b"\xff\xfe")[4:],  # client id length -2
+                raw(3, 1, b"\x00\x01c\x01\x00\x09\x00\x02t\x021\x00")[4:],  # tag past the end
+                raw(3, 1, b"\x00\x01c\x7f\x02t\x021\x00")[4:],  # 127 header tags
+                raw(3, 1, b"\x00\x01c\x00\x05t\x021\x00")[4:],  # name runs past the end
+                raw(3, 1, b"\x00\x01c\x00\x02\xff\x021\x00")[4:],  # name not UTF-8
+                raw(3, 1, b"\x00\x01c\x00\x02t\x021")[4:],  # no body tag section
+                raw(3, 1, b"\x00\x01c\x00\xff\xff\xff\xff\xff\x01")[4:]):  # varint too long
         assert early_answer(bad, 2) is None, bad
 
 
