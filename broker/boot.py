@@ -14,7 +14,9 @@ This module and what it imports stay light (tests/spine/test_lazy_imports.py).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from .config import BrokerConfig, Listener
 
 ProtocolFactory = Callable[[], asyncio.Protocol]
+_request_log = logging.getLogger("kafkette.requests")  # broker/request_log.py's
 
 
 class StartupError(Exception):
@@ -120,9 +123,17 @@ class EarlyConnection(asyncio.Protocol):
             if answer is None:
                 self._hold()
                 return
+            if _request_log.isEnabledFor(logging.DEBUG):
+                self._log(buf)
             del buf[:4 + size]
             assert self.transport is not None
             self.transport.write(answer)
+
+    def _log(self, frame: bytearray) -> None:
+        version, corr = struct.unpack_from(">hi", frame, 6)
+        peer = self.transport.get_extra_info("peername") if self.transport else None
+        _request_log.debug("ApiVersions v%d correlation=%d from %s: answered before the broker "
+                           "was ready", version, corr, peer)
 
     def _hold(self) -> None:
         if not self._held and self.transport is not None:
