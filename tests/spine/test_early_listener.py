@@ -8,8 +8,10 @@ other request waits, unread, until the broker adopts the listener, then is answe
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
+import threading
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -183,6 +185,45 @@ def test_a_broker_that_fails_to_start_closes_its_early_listener(tmp_path):
         writer.close()
 
     asyncio.run(main())
+
+
+def test_a_client_that_connects_before_the_broker_is_ready_produces(tmp_path, caplog):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    config = BrokerConfig(broker_config(str(tmp_path)))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def run(coro):  # noqa: ANN001, ANN202
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(30)
+
+    caplog.set_level(logging.DEBUG, logger="kafkette.requests")
+    early = run(listen_early(config))
+    host, port = early["PLAINTEXT"].server.sockets[0].getsockname()[:2]
+    producer = confluent_kafka.Producer({"bootstrap.servers": f"{host}:{port}"})
+    delivered: list = []
+    producer.produce("early", b"value", on_delivery=lambda err, msg: delivered.append(err))
+    assert producer.flush(1.5) == 1  # its Metadata request waits for the broker
+    assert "answered before the broker was ready" in caplog.text  # its ApiVersions did not
+    broker = Broker(config, early=early)
+    try:
+        run(broker.start())
+        assert producer.flush(30) == 0 and delivered == [None]
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": f"{host}:{port}",
+                                             "group.id": "g", "auto.offset.reset": "earliest"})
+        consumer.subscribe(["early"])
+        message = None
+        for _ in range(30):
+            message = consumer.poll(1)
+            if message is not None:
+                break
+        consumer.close()
+        assert message is not None and message.error() is None and message.value() == b"value"
+    finally:
+        run(broker.stop())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
 
 
 async def read(reader: asyncio.StreamReader) -> bytes:
