@@ -166,6 +166,26 @@ def test_requests_wait_for_the_broker_then_are_answered_in_order(tmp_path):
     asyncio.run(main())
 
 
+def test_the_healthcheck_waits_for_the_broker_not_the_early_listener(tmp_path):
+    from kafkette.broker.healthcheck import check
+
+    config = BrokerConfig(broker_config(str(tmp_path)))
+
+    async def main() -> None:
+        early = await listen_early(config)
+        host, port = early["PLAINTEXT"].server.sockets[0].getsockname()[:2]
+        problem = await asyncio.to_thread(check, f"{host}:{port}", 0.5)
+        assert problem is not None and "timed out" in problem
+        broker = Broker(config, early=early)
+        await broker.start()
+        try:
+            assert await asyncio.to_thread(check, f"{host}:{port}") is None
+        finally:
+            await broker.stop()
+
+    asyncio.run(main())
+
+
 def test_a_broker_that_fails_to_start_closes_its_early_listener(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
