@@ -53,6 +53,7 @@ class EarlyListener:
         self.server: asyncio.Server | None = None
         self.transaction_version = config.get_int(TRANSACTION_VERSION)
         self.max_frame = config.get_int("socket.request.max.bytes")
+        self.max_unsent = config.get_int("queued.max.response.bytes")
         self._factory: ProtocolFactory | None = None
         self._early: set[EarlyConnection] = set()
 
@@ -98,7 +99,9 @@ class EarlyConnection(asyncio.Protocol):
     def __init__(self, owner: EarlyListener) -> None:
         self._owner = owner
         self._buf = bytearray()
-        self._held = False  # a request other than ApiVersions is first: read no more
+        # A request other than ApiVersions is first, or the client leaves its answers unread:
+        # read no more until the broker takes the connection over.
+        self._held = False
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -112,7 +115,7 @@ class EarlyConnection(asyncio.Protocol):
         buf = self._buf
         buf += data
         owner = self._owner
-        while len(buf) >= 6:
+        while len(buf) >= 6 and not self._held:
             size = int.from_bytes(buf[:4], "big", signed=True)
             if size < 0 or size > owner.max_frame or buf[4:6] != b"\x00\x12":
                 self._hold()  # not ApiVersions (or a bad frame): the broker will handle it
@@ -128,6 +131,9 @@ class EarlyConnection(asyncio.Protocol):
             del buf[:4 + size]
             assert self.transport is not None
             self.transport.write(answer)
+            if self.transport.get_write_buffer_size() > owner.max_unsent:
+                self._hold()  # a client that does not read its answers: read no more
+                return
 
     def _log(self, frame: bytearray) -> None:
         version, corr = struct.unpack_from(">hi", frame, 6)

@@ -166,6 +166,30 @@ def test_requests_wait_for_the_broker_then_are_answered_in_order(tmp_path):
     asyncio.run(main())
 
 
+def test_a_client_that_does_not_read_is_held_then_answered_in_order(tmp_path):
+    config = BrokerConfig(broker_config(str(tmp_path), queued_max_response_bytes=2000))
+    count = 60_000  # ~12 MB of answers: more than the socket buffers take
+
+    async def main() -> None:
+        early = await listen_early(config)
+        address = early["PLAINTEXT"].server.sockets[0].getsockname()[:2]
+        reader, writer = await asyncio.open_connection(*address)
+        writer.write(b"".join(api_versions(0, corr) for corr in range(count)))
+        await asyncio.sleep(0.3)  # answers pile up unread: the early listener stops reading
+        (conn,) = early["PLAINTEXT"]._early
+        assert conn._held
+        broker = Broker(config, early=early)
+        await broker.start()
+        try:
+            for corr in range(count):
+                assert await read(reader) == early_answer(api_versions(0, corr)[4:], 2)
+            writer.close()
+        finally:
+            await broker.stop()
+
+    asyncio.run(main())
+
+
 def test_the_healthcheck_waits_for_the_broker_not_the_early_listener(tmp_path):
     from kafkette.broker.healthcheck import check
 
@@ -225,6 +249,7 @@ def test_a_client_that_connects_before_the_broker_is_ready_produces(tmp_path, ca
     producer.produce("early", b"value", on_delivery=lambda err, msg: delivered.append(err))
     assert producer.flush(1.5) == 1  # its Metadata request waits for the broker
     assert "answered before the broker was ready" in caplog.text  # its ApiVersions did not
+    caplog.set_level(logging.INFO, logger="kafkette.requests")
     broker = Broker(config, early=early)
     try:
         run(broker.start())
