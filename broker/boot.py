@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -37,12 +38,40 @@ async def bind(listener: Listener, port: int, factory: ProtocolFactory) -> async
     """A server on ``listener``'s host and ``port``; StartupError naming it if it cannot."""
     loop = asyncio.get_running_loop()
     try:
+        sock = _bound_socket(listener.host, port)
+        if sock is not None:
+            return await loop.create_server(factory, sock=sock, backlog=_BACKLOG)
         return await loop.create_server(factory, listener.host, port,
-                                        reuse_address=True, backlog=1024)
+                                        reuse_address=True, backlog=_BACKLOG)
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise StartupError(f"listeners: cannot listen on {listener.host}:{port} "
                            f"(listener {listener.name}): {reason}") from exc
+
+
+_BACKLOG = 1024
+
+
+def _bound_socket(host: str, port: int) -> socket.socket | None:
+    """A listening socket on an IP address, as ``create_server`` makes one; None for a host name
+    (``create_server`` resolves it). Saves the resolver's first call (~2 ms) at start-up."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((host, port))
+            sock.listen(_BACKLOG)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    return None
 
 
 class EarlyListener:
