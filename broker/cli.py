@@ -39,23 +39,36 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _Declined(Exception):
+    pass
+
+
+class _QuietParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Declined(message)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """``build_parser().parse_args(argv)``; a plain ``serve`` command line is parsed by the serve
+    parser alone (building the whole tree is most of argparse's start-up cost). Help and any
+    error go through the whole tree, which words them."""
+    if argv[:1] == ["serve"] and not any(arg.startswith(("-h", "--h")) for arg in argv[1:]):
+        serve = _QuietParser(prog="kafkette serve", add_help=False)
+        add_serve_arguments(serve)
+        try:
+            args, extra = serve.parse_known_args(argv[1:])
+        except _Declined:
+            extra = ["?"]
+        if not extra:
+            args.command = "serve"
+            return args
+    return build_parser().parse_args(argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    serve = sub.add_parser("serve", help="run the broker")
-    serve.add_argument("--config", help="a Kafka server.properties file")
-    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                       help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
-    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
-                       help="log level (default INFO; DEBUG logs every request)")
-    serve.add_argument("--debug", action="store_true",
-                       help="show the traceback of a start-up failure")
-    serve.add_argument("--admin", metavar="HOST:PORT",
-                       help="serve /metrics, the web console and the control API here "
-                            "(admin.listener)")
-    serve.add_argument("--nodes", type=int, default=1, metavar="N",
-                       help="emulate a cluster of N nodes in this process, each on its own "
-                            "listener (for testing clients; default 1)")
+    add_serve_arguments(sub.add_parser("serve", help="run the broker"))
     groups = sub.add_parser("groups", add_help=False,
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
@@ -75,6 +88,22 @@ def build_parser() -> argparse.ArgumentParser:
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
     return parser
+
+
+def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--config", help="a Kafka server.properties file")
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                       help="log level (default INFO; DEBUG logs every request)")
+    serve.add_argument("--debug", action="store_true",
+                       help="show the traceback of a start-up failure")
+    serve.add_argument("--admin", metavar="HOST:PORT",
+                       help="serve /metrics, the web console and the control API here "
+                            "(admin.listener)")
+    serve.add_argument("--nodes", type=int, default=1, metavar="N",
+                       help="emulate a cluster of N nodes in this process, each on its own "
+                            "listener (for testing clients; default 1)")
 
 
 def run_pipeline(argv: list[str]) -> int:
@@ -145,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import cluster_cli
 
         return cluster_cli.main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     if args.command == "transactions":
         from . import transactions_cli
 
