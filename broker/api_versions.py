@@ -6,7 +6,7 @@ v5+) are not advertised, so clients choose transaction version 2 only when it is
 Two encodings of the same answer: ``handle_api_versions`` returns kio response objects (the
 connection frames them like any other response), and ``early_answer`` frames the answer by hand
 from the route table, without kio, for the listener that is up before the broker is ready
-(broker/boot.py). tests/spine/test_api_versions_static.py checks they agree byte for byte.
+(broker/boot.py). tests/spine/test_early_listener.py checks they agree byte for byte.
 This module imports kio only when the handler first runs.
 """
 
