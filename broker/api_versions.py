@@ -60,7 +60,8 @@ def unsupported_api_versions_response() -> Any:
     from kafkette.protocol.codec import response_type
 
     cls = response_type(API_VERSIONS_KEY, 0)
-    return cls(error_code=ErrorCode.unsupported_version, api_keys=_api_keys(0, 0))
+    api_keys = tuple(k for k in _api_keys(0, 0) if k.api_key == API_VERSIONS_KEY)
+    return cls(error_code=ErrorCode.unsupported_version, api_keys=api_keys)
 
 
 @cache
@@ -172,6 +173,8 @@ def response_body(version: int, error: int, transaction_version: int) -> bytes:
     """The encoded ApiVersions response body of ``version`` (Kafka's ApiVersionsResponse
     schema; what kio encodes for ``_response(version, error, transaction_version)``)."""
     keys = _advertised(transaction_version)
+    if error == UNSUPPORTED_VERSION:  # ApiVersionsRequest.getErrorResponse lists only itself
+        keys = [key for key in keys if key[0] == API_VERSIONS_KEY]
     out = bytearray(_H.pack(error))
     if version < 3:
         out += _I.pack(len(keys))
@@ -197,7 +200,8 @@ def response_body(version: int, error: int, transaction_version: int) -> bytes:
 
 def unsupported_body() -> bytes:
     """KIP-511: a version the broker does not know is answered as v0 with UNSUPPORTED_VERSION
-    and the API list, so the client can pick a version both sides speak."""
+    and, as Kafka's ApiVersionsRequest.getErrorResponse does, the versions of ApiVersions
+    alone, so the client can retry with one both sides speak."""
     return response_body(0, UNSUPPORTED_VERSION, 0)
 
 
