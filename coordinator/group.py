@@ -262,9 +262,11 @@ class ClassicGroup:
     def supports_protocols(self, protocol_type: str, protocols: Protocols) -> bool:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)
+        if protocol_type != self.protocol_type:
+            return False
         n = len(self.members)
-        return protocol_type == self.protocol_type and any(
-            self.supported[name] == n for name, _ in protocols)
+        supported = self.supported
+        return any(supported[name] == n for name, _ in protocols)
 
     def candidate_protocols(self) -> set[str]:
         n = len(self.members)
