@@ -434,8 +434,12 @@ class GroupMetadataManager:
                                       member.session_timeout_ms if delay_ms is None else delay_ms)
 
     def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
-        self.context.schedule(("heartbeat", group_id, member_id), delay_ms,
-                              lambda _s: self._expire_heartbeat(group_id, member_id))
+        key = ("heartbeat", group_id, member_id)
+        # The member's pending timer (same key, same op) only moves: a completed join or sync
+        # re-arms every member's, twice per rebalance.
+        if not self.context.touch(key, delay_ms):
+            self.context.schedule(key, delay_ms,
+                                  lambda _s: self._expire_heartbeat(group_id, member_id))
 
     def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
         group = self.groups.get(group_id)
