@@ -137,9 +137,8 @@ async def internal_topic(logs: Any, name: str, partitions: int, segment_bytes: s
     return info
 
 
-async def start_coordinator(logs: Any, config: Any, clock: Any, wait: bool = True) -> Any:
-    """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions
-    (``wait``: until they are loaded; else see ``GroupCoordinator.wait_loaded``)."""
+async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
+    """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.service import GroupCoordinator
 
     info = await internal_topic(logs, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
@@ -149,7 +148,7 @@ async def start_coordinator(logs: Any, config: Any, clock: Any, wait: bool = Tru
         config.node_id, info.partitions, clock, coordinator_config(config, logs),
         lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec),
         partition_count=lambda topic: _partition_count(logs, topic))
-    await coord.start(wait)
+    await coord.start()
     return coord
 
 

@@ -116,7 +116,7 @@ class Broker:
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
             topics=TopicService(self.logs, self.config),
             records=RecordService(self.logs, self.stats),
-            groups=GroupService(self.logs, self.config, self.clock, serve_while_loading=nodes == 1),
+            groups=GroupService(self.logs, self.config, self.clock),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled

@@ -30,8 +30,6 @@ from .result import Result
 log = logging.getLogger("kafkette.coordinator")
 
 MAX_BATCH_RECORDS = 5000
-# Partition logs replayed at a time when a node becomes leader of many at once (load_all).
-LOAD_CONCURRENCY = 2
 T = TypeVar("T")
 
 
@@ -482,40 +480,6 @@ class CoordinatorRuntime:
             await old.close()
             old.unload()
         return await self._new_context(partition).load()
-
-    async def load_all(self, partitions: list[int], concurrency: int = LOAD_CONCURRENCY
-                       ) -> list[int]:
-        """Become leader of every one of ``partitions`` at once (each answers
-        COORDINATOR_LOAD_IN_PROGRESS until its log is replayed), then replay their logs
-        ``concurrency`` at a time, in order: a partition serves as soon as its own log is
-        replayed. (Replaying them all interleaved would finish every one at the very end.)
-        Returns the record counts; a partition whose load failed stays loading, and the
-        first such error is raised once the others are loaded."""
-        contexts = []
-        for p in partitions:
-            old = self.contexts.get(p)
-            if old is not None:
-                await old.close()
-                old.unload()
-            contexts.append(self._new_context(p))
-        todo = iter(contexts)
-        counts: dict[int, int] = {}
-        errors: list[BaseException] = []
-
-        async def worker() -> None:
-            for ctx in todo:
-                try:
-                    counts[ctx.partition] = await ctx.load()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.exception("loading __consumer_offsets-%d failed", ctx.partition)
-                    errors.append(exc)
-
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(contexts))))))
-        if errors:
-            raise errors[0]
-        return [counts[p] for p in partitions]
 
     def unload(self, partition: int) -> None:
         ctx = self.contexts.get(partition)

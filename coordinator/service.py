@@ -91,20 +91,18 @@ class GroupCoordinator:
         for p in range(self.num_partitions):
             self.owners[p] = self.node_id
         self.started = True
-        # Every partition answers COORDINATOR_LOAD_IN_PROGRESS at once, then serves as soon as
-        # its own log is replayed (a few at a time: see CoordinatorRuntime.load_all).
-        self._loads = [asyncio.ensure_future(
-            self.runtime.load_all(list(range(self.num_partitions))))]
+        self._loads = [asyncio.ensure_future(self._load(p)) for p in range(self.num_partitions)]
         if wait:
-            await self.wait_loaded(t0)
+            counts = await asyncio.gather(*self._loads)
+            log.info("group coordinator loaded %d records from %d partitions in %.0f ms",
+                     sum(counts), self.num_partitions, (time.perf_counter() - t0) * 1000)
 
-    async def wait_loaded(self, t0: float | None = None) -> None:
-        """Wait until ``start`` has replayed every partition (raises if one failed)."""
-        for task in self._loads:
-            counts = await asyncio.shield(task)
-            if t0 is not None:
-                log.info("group coordinator loaded %d records from %d partitions in %.0f ms",
-                         sum(counts), self.num_partitions, (time.perf_counter() - t0) * 1000)
+    async def _load(self, partition: int) -> int:
+        try:
+            return await self.runtime.load(partition)
+        except Exception:
+            log.exception("loading __consumer_offsets-%d failed", partition)
+            raise
 
     async def stop(self) -> None:
         for task in self._loads:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,17 +31,11 @@ def _import_coordinators() -> None:
 class GroupService:
     """Holds the coordinator once it exists; ``coordinator`` is None until it has loaded."""
 
-    def __init__(self, logs: LogManager, config: Any, clock: Any,
-                 serve_while_loading: bool = True) -> None:
+    def __init__(self, logs: LogManager, config: Any, clock: Any) -> None:
         self._logs = logs
         self._config = config
         self._clock = clock
         self.coordinator: GroupCoordinator | None = None
-        # The coordinator is reachable while ``__consumer_offsets`` replays: a partition answers
-        # COORDINATOR_LOAD_IN_PROGRESS until its own log is replayed, then serves (Kafka's
-        # behaviour). False (several nodes): only once every partition is loaded and spread.
-        self._serve_while_loading = serve_while_loading
-        self.loaded = False
         from ..offsets_log import consumer_group_config
 
         consumer_group_config(config)  # a bad group.consumer.* value stops the broker at start
@@ -57,20 +50,14 @@ class GroupService:
         from ..offsets_log import start_coordinator
         from .transactions import TRANSACTION_TOPIC
 
-        t0 = time.perf_counter()
-        coord = await start_coordinator(self._logs, self._config, self._clock, wait=False)
-        if self._serve_while_loading:
-            self.coordinator = coord
-        await coord.wait_loaded(t0)
-        self.coordinator = coord
-        self.loaded = True
+        self.coordinator = await start_coordinator(self._logs, self._config, self._clock)
         if self._logs.topic(TRANSACTION_TOPIC) is not None:
             await self._start_transactions()
 
     def transaction_coordinator(self) -> TransactionCoordinator | None:
         """The transaction coordinator; None while it loads. As in Kafka, the first use creates
         ``__transaction_state`` (the caller answers COORDINATOR_NOT_AVAILABLE meanwhile)."""
-        if self.transactions is None and self._txn_start is None and self.loaded:
+        if self.transactions is None and self._txn_start is None and self.coordinator is not None:
             self._txn_start = asyncio.ensure_future(self._start_transactions())
         return self.transactions
 
