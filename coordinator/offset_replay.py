@@ -207,15 +207,13 @@ def _consecutive(p0: int, k: int) -> list[bytes]:
     return cols
 
 
-def _run(data: bytes, start: int, end: int, first: int, k: int, plan: list[_Run]) -> int:
+def _run(data: bytes, start: int, end: int, first: int, k: int, plan: list[_Run],
+         rec: tuple[int, int, int, int, int, int]) -> int:
     """Check records ``first``..``first + k - 1`` (starting at byte ``start``, within the
     batch ending at ``end``) against the first of them (all bytes but partition, offset,
     leader epoch and offset delta equal); on success add the run to ``plan`` and return where
-    it ends (-1: not a bulk run)."""
+    it ends (-1: not a bulk run). ``rec``: ``_record`` of the first of them."""
     wide = first >= 64
-    rec = _record(data, start, 2 if wide else 1)
-    if rec is None:
-        return -1
     size, delta_col, kstart, kend, vstart, vend = rec
     key = data[kstart:kend]
     value = data[vstart:vend]
@@ -265,14 +263,12 @@ def _run(data: bytes, start: int, end: int, first: int, k: int, plan: list[_Run]
     return stop
 
 
-def _same_prefix(data: bytes, start: int, first: int, limit: int, linear: bool = False) -> int:
-    """How many of the next ``limit`` records (from byte ``start``, record index ``first``)
-    seem to share the first one's size and key prefix (group and topic); 0 if the first has not
-    the bulk layout. A guess that ``_run`` then checks byte by byte: by bisection (the records
+def _same_prefix(data: bytes, start: int, rec: tuple[int, int, int, int, int, int], limit: int,
+                 linear: bool = False) -> int:
+    """How many of the next ``limit`` records (from byte ``start``)
+    seem to share the first one's size and key prefix (group and topic; ``rec``: ``_record``
+    of the first). A guess that ``_run`` then checks byte by byte: by bisection (the records
     of one commit request are contiguous), or record by record when ``linear``."""
-    rec = _record(data, start, 2 if first >= 64 else 1)
-    if rec is None:
-        return 0
     size, _delta, kstart, kend, _vstart, _vend = rec
     lo, hi = kstart - start, kend - 4 - start
     prefix = data[kstart:kend - 4]
@@ -313,11 +309,14 @@ def _bulk(shard: GroupCoordinatorShard, buf: bytes, first_byte: int, last_byte: 
     try:
         while first < n:
             limit = min(64 - first if first < 64 else n - first, n - first)
-            k = _same_prefix(data, pos, first, limit)
-            stop = _run(data, pos, end, first, k, plan) if k else -1
+            rec = _record(data, pos, 2 if first >= 64 else 1)
+            if rec is None:  # not the bulk layout
+                return False
+            k = _same_prefix(data, pos, rec, limit)
+            stop = _run(data, pos, end, first, k, plan, rec)
             if stop < 0 and k > 1:  # the bisection's guess was wrong: record by record
-                k = _same_prefix(data, pos, first, limit, linear=True)
-                stop = _run(data, pos, end, first, k, plan)
+                k = _same_prefix(data, pos, rec, limit, linear=True)
+                stop = _run(data, pos, end, first, k, plan, rec)
             if stop < 0:
                 return False
             pos = stop
@@ -334,22 +333,26 @@ def _bulk(shard: GroupCoordinatorShard, buf: bytes, first_byte: int, last_byte: 
         if topic is not None and topic.set_run(
                 p0, offsets, epochs, topic.meta_index(value[:2] + value[head:], om.shared())):
             continue
-        if p0 is not None:
-            parts = array("i", range(p0, p0 + len(offsets)))
         topic = cached.get(prefix)
         if topic is None:  # first sight of (group, topic): its first record sets it up
             shard.replay_all(((key, value),))
             topic = cached.get(prefix)
             if topic is None:  # open transactions, an undecodable key...: per record
-                shard.replay_all(_records(prefix, value[:2], value[head:], head == 14, parts,
-                                          offsets, epochs)[1:])
+                shard.replay_all(_records(prefix, value[:2], value[head:], head == 14,
+                                          _parts(p0, parts, len(offsets)), offsets,
+                                          epochs)[1:])
                 continue
         meta = topic.meta_index(value[:2] + value[head:], om.shared())
         if p0 is not None and topic.set_run(p0, offsets, epochs, meta):
             continue
-        for p, o, e in zip(parts, offsets, epochs, strict=True):
+        for p, o, e in zip(_parts(p0, parts, len(offsets)), offsets, epochs, strict=True):
             topic.set(p, o, e, meta)
     return True
+
+
+def _parts(p0: int | None, parts: array, k: int) -> array:
+    """The partitions of a run (``p0``..``p0 + k - 1`` when consecutive)."""
+    return parts if p0 is None else array("i", range(p0, p0 + k))
 
 
 def _records(prefix: bytes, version: bytes, rest: bytes, has_epoch: bool, parts: array,
