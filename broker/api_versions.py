@@ -1,26 +1,30 @@
 """ApiVersions (key 18): the first request on every connection. Features: ``transaction.version``
 is supported at levels 0-2 and finalized at the broker's ``transaction.version``; below 2 the
 KIP-890 versions of the transaction APIs (AddPartitionsToTxn v4+, EndTxn v5+, TxnOffsetCommit
-v5+) are not advertised, so clients choose transaction version 2 only when it is finalized."""
+v5+) are not advertised, so clients choose transaction version 2 only when it is finalized.
+
+Two encodings of the same answer: ``handle_api_versions`` returns kio response objects (the
+connection frames them like any other response), and ``early_answer`` frames the answer by hand
+from the route table, without kio, for the listener that is up before the broker is ready
+(broker/boot.py). tests/spine/test_early_listener.py checks they agree byte for byte.
+This module imports kio only when the handler first runs.
+"""
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+import struct
 from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode
-
-from kafkette.protocol.build import make
-from kafkette.protocol.codec import response_type
-
-from .context import RequestContext
 from .routes import TABLE, api
 
-API_VERSIONS_KEY = 18
-ZERO_THROTTLE = timedelta(0)
-_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+if TYPE_CHECKING:
+    from .context import RequestContext
 
+API_VERSIONS_KEY = 18
+MIN_VERSION, MAX_VERSION = TABLE[API_VERSIONS_KEY][:2]
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 TRANSACTION_VERSION = "transaction.version"
 MAX_TRANSACTION_VERSION = 2
@@ -28,25 +32,46 @@ MAX_TRANSACTION_VERSION = 2
 _TV1_MAX = {24: 3, 26: 4, 28: 4}
 FEATURES_EPOCH = 1  # the finalized features never change while the broker runs
 
+# Error codes (kio.schema.errors.ErrorCode values).
+NONE, UNSUPPORTED_VERSION, INVALID_REQUEST = 0, 35, 42
+
+
+def _advertised(transaction_version: int) -> list[tuple[int, int, int]]:
+    """(api key, min version, max version) of every API, by key."""
+    capped = _TV1_MAX if transaction_version < 2 else {}
+    return [(key, lo, min(hi, capped.get(key, hi)))
+            for key, (lo, hi, _accepted, _module) in sorted(TABLE.items())]
+
+
+# The kio path (the handler) -----------------------------------------------------------------
 
 def _api_keys(version: int, transaction_version: int) -> tuple:
+    from kafkette.protocol.codec import response_type
+
     entry = response_type(API_VERSIONS_KEY, version).__dataclass_fields__["api_keys"].type
     item_type = entry.__args__[0]
-    capped = _TV1_MAX if transaction_version < 2 else {}
-    return tuple(
-        item_type(api_key=key, min_version=lo, max_version=min(hi, capped.get(key, hi)))
-        for key, (lo, hi, _accepted, _module) in sorted(TABLE.items())
-    )
+    return tuple(item_type(api_key=key, min_version=lo, max_version=hi)
+                 for key, lo, hi in _advertised(transaction_version))
 
 
-def unsupported_api_versions_response():
+def unsupported_api_versions_response() -> Any:
+    from kio.schema.errors import ErrorCode
+
+    from kafkette.protocol.codec import response_type
+
     cls = response_type(API_VERSIONS_KEY, 0)
-    return cls(error_code=ErrorCode.unsupported_version, api_keys=_api_keys(0, 0))
+    api_keys = tuple(k for k in _api_keys(0, 0) if k.api_key == API_VERSIONS_KEY)
+    return cls(error_code=ErrorCode.unsupported_version, api_keys=api_keys)
 
 
 @cache
-def _response(version: int, error: ErrorCode, transaction_version: int):
+def _response(version: int, error: Any, transaction_version: int) -> Any:
     # The route table is static data, so each version's answer never changes.
+    from datetime import timedelta
+
+    from kafkette.protocol.build import make
+    from kafkette.protocol.codec import response_type
+
     cls = response_type(API_VERSIONS_KEY, version)
     supported, finalized = (), ()
     if version >= 3:
@@ -61,7 +86,7 @@ def _response(version: int, error: ErrorCode, transaction_version: int):
         cls,
         error_code=error,
         api_keys=_api_keys(version, transaction_version),
-        throttle_time=ZERO_THROTTLE,
+        throttle_time=timedelta(0),
         supported_features=supported,
         finalized_features_epoch=FEATURES_EPOCH,
         finalized_features=finalized,
@@ -69,12 +94,166 @@ def _response(version: int, error: ErrorCode, transaction_version: int):
     )
 
 
-@api(API_VERSIONS_KEY, 0, 4)
-def handle_api_versions(ctx: RequestContext, req):
+@api(API_VERSIONS_KEY, MIN_VERSION, MAX_VERSION)
+def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
+    from kio.schema.errors import ErrorCode
+
     error = ErrorCode.none
-    if ctx.api_version >= 3 and not (
-        _SOFTWARE.fullmatch(req.client_software_name or "")
-        and _SOFTWARE.fullmatch(req.client_software_version or "")
-    ):
+    if ctx.api_version >= 3 and not valid_software(req.client_software_name,
+                                                   req.client_software_version):
         error = ErrorCode.invalid_request
     return _response(ctx.api_version, error, ctx.config.get_int(TRANSACTION_VERSION))
+
+
+def valid_software(name: str | None, version: str | None) -> bool:
+    """KIP-511: client software name and version are non-empty ``[a-zA-Z0-9.-]`` strings that
+    start and end with a letter or digit."""
+    return bool(_SOFTWARE.fullmatch(name or "") and _SOFTWARE.fullmatch(version or ""))
+
+
+# The same answer encoded by hand (no kio) ----------------------------------------------------
+
+_H = struct.Struct(">h")
+_HHI = struct.Struct(">hhi")
+_SIZE_CORR = struct.Struct(">ii")
+_KEY3 = struct.Struct(">hhh")
+_HH = struct.Struct(">hh")
+_I = struct.Struct(">i")
+_Q = struct.Struct(">q")
+
+
+# The few varints of an ApiVersions request and response, read and written here: the early
+# listener imports nothing of kafkette.protocol (protocol/headers.py has the general ones).
+def encode_uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """The unsigned varint at ``pos`` and the position after it; IndexError if truncated."""
+    value = shift = 0
+    while shift <= 28:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("varint too long")
+
+
+def skip_tagged_fields(buf: bytes, pos: int) -> int:
+    count, pos = read_uvarint(buf, pos)
+    if count * 2 > len(buf) - pos:  # a tag and its size take a byte each at least
+        raise ValueError(f"{count} tagged fields in {len(buf) - pos} bytes")
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise ValueError("truncated tagged field")
+    return pos
+
+
+def _compact_string(s: str) -> bytes:
+    raw = s.encode()
+    return encode_uvarint(len(raw) + 1) + raw
+
+
+def _tagged(tag: int, value: bytes) -> bytes:
+    return encode_uvarint(tag) + encode_uvarint(len(value)) + value
+
+
+@cache
+def response_body(version: int, error: int, transaction_version: int) -> bytes:
+    """The encoded ApiVersions response body of ``version`` (Kafka's ApiVersionsResponse
+    schema; what kio encodes for ``_response(version, error, transaction_version)``)."""
+    keys = _advertised(transaction_version)
+    if error == UNSUPPORTED_VERSION:  # ApiVersionsRequest.getErrorResponse lists only itself
+        keys = [key for key in keys if key[0] == API_VERSIONS_KEY]
+    out = bytearray(_H.pack(error))
+    if version < 3:
+        out += _I.pack(len(keys))
+        for key in keys:
+            out += _KEY3.pack(*key)
+        if version >= 1:
+            out += b"\x00\x00\x00\x00"  # throttle_time_ms
+        return bytes(out)
+    out += encode_uvarint(len(keys) + 1)
+    for key in keys:
+        out += _KEY3.pack(*key) + b"\x00"  # no tagged fields
+    out += b"\x00\x00\x00\x00"  # throttle_time_ms
+    name = _compact_string(TRANSACTION_VERSION)
+    # Tag 0 SupportedFeatures, 1 FinalizedFeaturesEpoch, 2 FinalizedFeatures (one-item arrays).
+    tags = [_tagged(0, b"\x02" + name + _HH.pack(0, MAX_TRANSACTION_VERSION) + b"\x00"),
+            _tagged(1, _Q.pack(FEATURES_EPOCH))]
+    if transaction_version > 0:  # Kafka leaves out features finalized at level 0
+        tags.append(_tagged(2, b"\x02" + name
+                            + _HH.pack(transaction_version, transaction_version) + b"\x00"))
+    out += encode_uvarint(len(tags)) + b"".join(tags)
+    return bytes(out)
+
+
+def unsupported_body() -> bytes:
+    """KIP-511: a version the broker does not know is answered as v0 with UNSUPPORTED_VERSION
+    and, as Kafka's ApiVersionsRequest.getErrorResponse does, the versions of ApiVersions
+    alone, so the client can retry with one both sides speak."""
+    return response_body(0, UNSUPPORTED_VERSION, 0)
+
+
+def frame(correlation_id: int, body: bytes) -> bytes:
+    """Size + response header v0 (ApiVersions never uses header v1, KIP-511) + body."""
+    return _SIZE_CORR.pack(len(body) + 4, correlation_id) + body
+
+
+def early_answer(frame_: bytes, transaction_version: int) -> bytes | None:
+    """The framed answer to ``frame_`` (a request without its size prefix) if it is an
+    ApiVersions request that ``handle_api_versions`` would answer; None for any other request,
+    and for one the connection would refuse or close on (left for it to handle)."""
+    if len(frame_) < 8:
+        return None
+    key, version, corr = _HHI.unpack_from(frame_)
+    if key != API_VERSIONS_KEY:
+        return None
+    if not MIN_VERSION <= version <= MAX_VERSION:  # checked before the rest of the header
+        return frame(corr, unsupported_body())
+    if len(frame_) < 10:
+        return None
+    client_len = _H.unpack_from(frame_, 8)[0]
+    pos = 10
+    if client_len >= 0:
+        pos += client_len
+        if pos > len(frame_):
+            return None
+        try:
+            frame_[10:pos].decode()
+        except UnicodeDecodeError:
+            return None
+    elif client_len != -1:
+        return None
+    error = NONE
+    if version >= 3:
+        try:
+            pos = skip_tagged_fields(frame_, pos)  # request header v2
+            name, pos = _read_compact_string(frame_, pos)
+            software_version, pos = _read_compact_string(frame_, pos)
+            skip_tagged_fields(frame_, pos)
+        except (IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+            return None
+        if not valid_software(name, software_version):
+            error = INVALID_REQUEST
+    return frame(corr, response_body(version, error, transaction_version))
+
+
+def _read_compact_string(buf: bytes, pos: int) -> tuple[str, int]:
+    size, pos = read_uvarint(buf, pos)
+    if size == 0:
+        raise ValueError("null string")  # not nullable: kio refuses the request
+    end = pos + size - 1
+    if end > len(buf):
+        raise ValueError("string runs past the frame")
+    return buf[pos:end].decode(), end

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from kafkette.coordinator.consumer.config import DEFAULTS as CONSUMER_GROUP_DEFAULTS
-from kafkette.storage import topic_config
+from kafkette.coordinator.consumer.defaults import DEFAULTS as CONSUMER_GROUP_DEFAULTS
 
 log = logging.getLogger("kafkette.broker.config")
 
@@ -107,8 +107,7 @@ _INT_RANGES = {"SHORT": (-(2**15), 2**15 - 1), "INT": (-(2**31), 2**31 - 1),
                "LONG": (-(2**63), 2**63 - 1)}
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigKey:
+class ConfigKey(NamedTuple):  # a NamedTuple, not a dataclass: cheap at start-up (broker/boot.py)
     """One accepted key: Kafka's type name and an optional check of the parsed value."""
 
     type: str  # INT, SHORT, LONG, DOUBLE, BOOLEAN, STRING, LIST
@@ -223,13 +222,29 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
         "STRING", one_of("bidirectional", "upgrade", "downgrade", "disabled")),
 }
 
-# Broker-level synonyms of topic configs the logs read (log.preallocate, log.roll.jitter.ms, ...).
-_TOPIC_TYPES = {topic_config.BOOLEAN: "BOOLEAN", topic_config.INT: "INT",
-                topic_config.LONG: "LONG", topic_config.SHORT: "SHORT",
-                topic_config.DOUBLE: "DOUBLE", topic_config.LIST: "LIST"}
-for _d in topic_config.TOPIC_CONFIGS.values():
-    if _d.synonym and _d.synonym not in CONFIG_KEYS:
-        CONFIG_KEYS[_d.synonym] = ConfigKey(_TOPIC_TYPES.get(_d.type, "STRING"))
+
+@cache
+def _add_topic_synonyms() -> None:
+    """Broker-level synonyms of topic configs the logs read (log.preallocate, log.roll.jitter.ms,
+    ...), added to CONFIG_KEYS the first time a key outside it and DEFAULTS is looked up: the
+    storage module that lists them is not imported before the listeners are up otherwise."""
+    from kafkette.storage import topic_config
+
+    types = {topic_config.BOOLEAN: "BOOLEAN", topic_config.INT: "INT",
+             topic_config.LONG: "LONG", topic_config.SHORT: "SHORT",
+             topic_config.DOUBLE: "DOUBLE", topic_config.LIST: "LIST"}
+    for d in topic_config.TOPIC_CONFIGS.values():
+        if d.synonym and d.synonym not in CONFIG_KEYS:
+            CONFIG_KEYS[d.synonym] = ConfigKey(types.get(d.type, "STRING"))
+
+
+def config_key(key: str) -> ConfigKey | None:
+    """The type and check of ``key``; None for a key the broker does not know."""
+    spec = CONFIG_KEYS.get(key)
+    if spec is None and key not in DEFAULTS:  # every synonym with a default is listed above
+        _add_topic_synonyms()
+        spec = CONFIG_KEYS.get(key)
+    return spec
 
 # Kafka keys of a shipped server.properties that mean nothing to a single-node broker: accepted
 # without a warning (Kafka knows them), and without effect.
@@ -245,7 +260,7 @@ NO_EFFECT_KEYS = frozenset({
 
 def parse_value(key: str, raw: str) -> object:
     """The value of ``key`` parsed and checked as Kafka would; raises ConfigError."""
-    spec = CONFIG_KEYS.get(key)
+    spec = config_key(key)
     if spec is None:
         return raw
     value = raw.strip()
@@ -282,8 +297,7 @@ def parse_value(key: str, raw: str) -> object:
 
 # Listeners ------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class Listener:
+class Listener(NamedTuple):
     name: str
     host: str
     port: int
@@ -382,7 +396,7 @@ class BrokerConfig(Mapping[str, str]):
                                   f"listeners: kafkette serves PLAINTEXT only, {item.name} "
                                   f"is {protocol}")
         return sorted(key for key in self._supplied
-                      if key not in CONFIG_KEYS and key not in NO_EFFECT_KEYS
+                      if config_key(key) is None and key not in NO_EFFECT_KEYS
                       and key not in ("log.dir",))
 
     def warn_unknown(self) -> None:

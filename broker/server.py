@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from kafkette.coordinator.clock import SystemClock
 from kafkette.storage.topics import LogManager
 
 from .admin import admin_address, start_admin, stop_admin
+from .boot import EarlyListener, StartupError, bind
 from .cluster import ClusterNodes
 from .cluster_control import NodeControl
 from .config import BrokerConfig, Listener
@@ -27,8 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.broker")
 
 
-class StartupError(Exception):
-    """The broker cannot start (e.g. a listener's port is taken); the message names it."""
+__all__ = ["Broker", "ListenerView", "StartupError"]
 
 
 class ListenerView:
@@ -89,10 +88,13 @@ class Broker:
 
     def __init__(self, config: BrokerConfig | Mapping[str, Any] | None = None, *,
                  clock: Any | None = None, faults: FaultRegistry | None = None,
-                 nodes: int = 1, node_ports: Mapping[tuple[int, str], int] | None = None) -> None:
+                 nodes: int = 1, node_ports: Mapping[tuple[int, str], int] | None = None,
+                 early: Mapping[str, EarlyListener] | None = None) -> None:
         """``nodes`` > 1: that many nodes (ids node.id, node.id+1, ...) in this process, each on
         its own listener(s), sharing the logs and the group coordinator (broker/cluster.py);
-        ``node_ports`` ((node id, listener name) -> port) puts them back where they were."""
+        ``node_ports`` ((node id, listener name) -> port) puts them back where they were.
+        ``early``: listeners of the first node already bound (broker/boot.py, by listener name),
+        which ``start()`` adopts instead of binding them."""
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
         # Injected faults (broker/faults.py); a caller's registry outlives a restart.
         self.faults = faults if faults is not None else FaultRegistry()
@@ -105,6 +107,7 @@ class Broker:
         self.node_ids = list(range(first, first + nodes))
         self.cluster_nodes = ClusterNodes(self.node_ids) if nodes > 1 else None
         self._node_ports = dict(node_ports or {})
+        self._early = dict(early or {})
         self.logs = LogManager(self.config)
         self._server: asyncio.Server | None = None
         self._servers: list[asyncio.Server] = []
@@ -167,19 +170,14 @@ class Broker:
 
     async def _listen(self, listener: Listener, node_id: int | None = None,
                       port: int | None = None) -> ListenerView:
-        loop = asyncio.get_running_loop()
         node_id = self.config.node_id if node_id is None else node_id
         port = self._port_for(listener, node_id) if port is None else port
         view = ListenerView(self, listener, (listener.host, port), node_id)
-        try:
-            server = await loop.create_server(
-                lambda: KafkaConnection(view), listener.host, port,  # type: ignore[arg-type]
-                reuse_address=True, backlog=1024,
-            )
-        except OSError as exc:
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
-            raise StartupError(f"listeners: cannot listen on {listener.host}:{port} "
-                               f"(listener {listener.name}): {reason}") from exc
+        early = self._early.pop(listener.name, None) if node_id == self.node_ids[0] else None
+        if early is not None:  # bound before the broker was ready: hand its connections over
+            server = early.open(lambda: KafkaConnection(view))  # type: ignore[arg-type]
+        else:
+            server = await bind(listener, port, lambda: KafkaConnection(view))  # type: ignore[arg-type]
         host, port = server.sockets[0].getsockname()[:2]
         view.bound = (host, port)
         view.server = server
@@ -198,6 +196,9 @@ class Broker:
 
     async def stop(self) -> None:
         self.admin = await stop_admin(self.admin)
+        for early in self._early.values():  # bound early but never adopted (start failed)
+            early.close()
+        self._early.clear()
         if self._servers:
             for server in self._servers:
                 server.close()

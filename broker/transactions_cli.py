@@ -1,4 +1,6 @@
-"""``kafkette transactions list|describe`` (like kafka-transactions.sh) over the wire."""
+"""``kafkette transactions list|describe`` (like kafka-transactions.sh) over the wire.
+
+Its command line is parsed by broker/cli.py (which must not import this module to list it)."""
 
 from __future__ import annotations
 
@@ -15,15 +17,6 @@ from kafkette.protocol.codec import request_type
 from .wire_client import WireClient
 
 DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
-
-
-def add_parser(sub: Any) -> None:
-    txn = sub.add_parser("transactions", help="list and describe transactions")
-    txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
-    actions = txn.add_subparsers(dest="action", required=True)
-    actions.add_parser("list", help="every transactional id and its state")
-    describe = actions.add_parser("describe", help="state, epoch and partitions of one id")
-    describe.add_argument("--transactional-id", required=True)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -59,6 +59,14 @@ class Member:
     is_new: bool = False
     join_future: asyncio.Future | None = None
     sync_future: asyncio.Future | None = None
+    # Derived from the fields above, kept from one generation to the next while they stay the
+    # same (a rejoin with the same protocols): the topics of a subscription, (metadata, topics),
+    # and the member's GroupMetadata record bytes but for its assignment, (protocol, bytes).
+    # ``update_member`` drops them when the protocols or timeouts change.
+    topics_cache: tuple[bytes, frozenset[str]] | None = field(default=None, repr=False,
+                                                               compare=False)
+    record_cache: tuple[str | None, bytes] | None = field(default=None, repr=False,
+                                                          compare=False)
 
     @property
     def awaiting_join(self) -> bool:
@@ -77,6 +85,17 @@ class Member:
             if name == protocol:
                 return data
         raise KeyError(protocol)
+
+    def subscribed_topics(self, protocol: str) -> frozenset[str]:
+        """Topics of the member's consumer-protocol subscription for ``protocol`` (parsed once
+        per metadata); KeyError or ConsumerProtocolError as ``metadata``/the parser raise."""
+        data = self.metadata(protocol)
+        cached = self.topics_cache
+        if cached is not None and cached[0] == data:
+            return cached[1]
+        topics = frozenset(subscription_topics(data))
+        self.topics_cache = (data, topics)
+        return topics
 
     def has_satisfied_heartbeat(self) -> bool:
         # A new member may be expired while awaiting join; an established one awaiting
@@ -176,11 +195,16 @@ class ClassicGroup:
 
     def update_member(self, member: Member, protocols: Protocols, rebalance_timeout_ms: int,
                       session_timeout_ms: int, future: asyncio.Future | None) -> None:
-        self.supported.subtract(_names(member.protocols))
-        member.protocols = protocols
-        self.supported.update(_names(protocols))
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.session_timeout_ms = session_timeout_ms
+        if protocols != member.protocols:  # a rejoin usually sends the same ones again
+            self.supported.subtract(_names(member.protocols))
+            member.protocols = protocols
+            self.supported.update(_names(protocols))
+            member.topics_cache = member.record_cache = None
+        if (rebalance_timeout_ms != member.rebalance_timeout_ms
+                or session_timeout_ms != member.session_timeout_ms):
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+            member.session_timeout_ms = session_timeout_ms
+            member.record_cache = None
         if future is not None and not member.awaiting_join:
             self.awaiting_join_count += 1
         elif future is None and member.awaiting_join:
@@ -238,9 +262,11 @@ class ClassicGroup:
     def supports_protocols(self, protocol_type: str, protocols: Protocols) -> bool:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)
+        if protocol_type != self.protocol_type:
+            return False
         n = len(self.members)
-        return protocol_type == self.protocol_type and any(
-            self.supported[name] == n for name, _ in protocols)
+        supported = self.supported
+        return any(supported[name] == n for name, _ in protocols)
 
     def candidate_protocols(self) -> set[str]:
         n = len(self.members)
@@ -275,10 +301,11 @@ class ClassicGroup:
             return frozenset()
         if self.protocol_name is None:
             return None
+        protocol = self.protocol_name
         topics: set[str] = set()
         try:
             for member in self.members.values():
-                topics.update(subscription_topics(member.metadata(self.protocol_name)))
+                topics.update(member.subscribed_topics(protocol))
         except (ConsumerProtocolError, KeyError):
             return None
         return frozenset(topics)

@@ -173,9 +173,10 @@ class GroupMetadataManager:
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.max_group_size
-        if group.is_in(S.EMPTY, S.DEAD):
+        state = group.state
+        if state is S.EMPTY or state is S.DEAD:
             return True
-        if group.is_in(S.PREPARING_REBALANCE):
+        if state is S.PREPARING_REBALANCE:
             member = group.members.get(member_id)
             return (member is not None and member.awaiting_join) or group.awaiting_join_count < max_size
         return member_id in group.members or len(group.members) < max_size
@@ -207,7 +208,7 @@ class GroupMetadataManager:
     def _join_existing_member(self, group: ClassicGroup, r: JoinRequest,
                               fut: asyncio.Future) -> None:
         mid = r.member_id
-        if group.is_in(S.DEAD):
+        if group.state is S.DEAD:
             fut.set_result(JoinResult(E.COORDINATOR_NOT_AVAILABLE, mid))
             return
         if not group.supports_protocols(r.protocol_type, r.protocols):
@@ -225,15 +226,20 @@ class GroupMetadataManager:
             fut.set_result(JoinResult(exc.code, mid))
             return
         member = group.members[mid]
-        if group.is_in(S.PREPARING_REBALANCE):
-            self._update_member_then_rebalance(group, member, r, fut)
-        elif group.is_in(S.COMPLETING_REBALANCE):
+        state = group.state
+        if state is S.PREPARING_REBALANCE:
+            group.update_member(member, r.protocols, r.rebalance_timeout_ms,
+                                r.session_timeout_ms, fut)
+            # _maybe_prepare_rebalance_or_complete_join, knowing the group cannot rebalance
+            if group.has_all_members_joined() and group.previous_state is not S.EMPTY:
+                self._complete_join(group)
+        elif state is S.COMPLETING_REBALANCE:
             if member.protocols == r.protocols:
                 fut.set_result(self._current_join_result(
                     group, mid, group.leader_members() if group.is_leader(mid) else []))
             else:
                 self._update_member_then_rebalance(group, member, r, fut)
-        elif group.is_in(S.STABLE):
+        elif state is S.STABLE:
             if group.is_leader(mid) or member.protocols != r.protocols:
                 self._update_member_then_rebalance(group, member, r, fut)
             else:
@@ -428,8 +434,12 @@ class GroupMetadataManager:
                                       member.session_timeout_ms if delay_ms is None else delay_ms)
 
     def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
-        self.context.schedule(("heartbeat", group_id, member_id), delay_ms,
-                              lambda _s: self._expire_heartbeat(group_id, member_id))
+        key = ("heartbeat", group_id, member_id)
+        # The member's pending timer (same key, same op) only moves: a completed join or sync
+        # re-arms every member's, twice per rebalance.
+        if not self.context.touch(key, delay_ms):
+            self.context.schedule(key, delay_ms,
+                                  lambda _s: self._expire_heartbeat(group_id, member_id))
 
     def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
         group = self.groups.get(group_id)
@@ -478,18 +488,19 @@ class GroupMetadataManager:
             fut.set_result(SyncResult(E.UNKNOWN_MEMBER_ID))
             return Result((), fut)
         error = self._validate_sync(group, r)
+        state = group.state
         if error is not None:
             fut.set_result(SyncResult(error))
-        elif group.is_in(S.EMPTY):
+        elif state is S.EMPTY:
             fut.set_result(SyncResult(E.UNKNOWN_MEMBER_ID))
-        elif group.is_in(S.PREPARING_REBALANCE):
+        elif state is S.PREPARING_REBALANCE:
             fut.set_result(SyncResult(E.REBALANCE_IN_PROGRESS))
-        elif group.is_in(S.COMPLETING_REBALANCE):
+        elif state is S.COMPLETING_REBALANCE:
             group.members[r.member_id].sync_future = fut
             self._remove_pending_sync(group, r.member_id)
             if group.is_leader(r.member_id):
                 self._store_assignment(group, r)
-        elif group.is_in(S.STABLE):
+        elif state is S.STABLE:
             self._remove_pending_sync(group, r.member_id)
             fut.set_result(SyncResult(E.NONE, group.members[r.member_id].assignment,
                                       group.protocol_type, group.protocol_name))
@@ -511,8 +522,9 @@ class GroupMetadataManager:
         return None
 
     def _remove_pending_sync(self, group: ClassicGroup, member_id: str) -> None:
-        group.pending_sync.discard(member_id)
-        if group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync:
+        pending = group.pending_sync
+        pending.discard(member_id)
+        if not pending or group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE):
             self.context.cancel(("sync", group.group_id))
 
     def _store_assignment(self, group: ClassicGroup, r: SyncRequest) -> None:

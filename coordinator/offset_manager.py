@@ -9,10 +9,16 @@ whose prefix (version, group, topic) was seen before take a fast path that decod
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue
+from kafkette.protocol.group_records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_offset_value,
+    offset_key_prefix,
+)
 
 from . import errors as E
 from . import records as R
@@ -23,6 +29,7 @@ from .offset_store import (
     MIN_LENGTH_BY_VERSION,
     NOT_AN_OFFSET,
     TopicOffsets,
+    built_entry,
     plausible_offset_value,
 )
 from .result import Result
@@ -30,6 +37,7 @@ from .txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger("kafkette.coordinator")
 S = GroupState
+_I32 = struct.Struct(">i")
 
 
 @dataclass(slots=True)
@@ -43,6 +51,17 @@ class CommitPartition:
 
 # (topic, [(partition, offset, leader_epoch, metadata, error)])
 FetchedTopic = tuple[str, list[tuple[int, int, int, str, int]]]
+
+
+class BuiltOffsetRecords(list):
+    """The offset records (key, value) a commit built, with the table entry of each value
+    (``entries``, same order): replaying them (shard.replay_all) decodes no value."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[OffsetCommitValue] = []
 
 
 def java_length(s: str) -> int:
@@ -66,6 +85,18 @@ class OffsetMetadataManager:
         # rest bytes -> table entry, shared by the topics of one commit (cleared when large)
         self.shared_entries: dict[bytes, OffsetCommitValue] = {}
         self.txn = PendingTxnOffsets()  # TxnOffsetCommit records waiting for their marker
+        self._last_entry: OffsetCommitValue | None = None  # see _entry
+
+    def _entry(self, metadata: str, now_ms: int, expire: int | None) -> OffsetCommitValue:
+        """The table entry of values built now with ``metadata``: the same object for the
+        commits of one millisecond (a partition whose stored entry it is keeps it: see
+        TopicOffsets.put)."""
+        last = self._last_entry
+        if last is not None and last.commit_timestamp == now_ms \
+                and last.expire_timestamp == expire and last.metadata == metadata:
+            return last
+        last = self._last_entry = built_entry(metadata, now_ms, expire)
+        return last
 
     # Replay ----------------------------------------------------------------------------------
     def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes,
@@ -162,14 +193,29 @@ class OffsetMetadataManager:
         expire = None if retention_ms == -1 else now_ms + retention_ms
         limit = self.metadata_max_bytes
         errors: list[int] = []
-        records: list[RawRecord] = []
+        records = BuiltOffsetRecords()
+        entries = records.entries
+        topic: str | None = None
+        prefix = b""
+        entry_md: str | None = None
+        entry = None
         for p in partitions:
-            if p.metadata is not None and java_length(p.metadata) > limit:
+            md = p.metadata
+            if md is None:
+                md = ""
+            # java_length(md) is between len(md) and 2 * len(md): computed only in between.
+            elif len(md) > limit or (2 * len(md) > limit and java_length(md) > limit):
                 errors.append(E.OFFSET_METADATA_TOO_LARGE)
                 continue
             errors.append(E.NONE)
-            records.append(R.offset_commit(group_id, p.topic, p.partition, p.offset,
-                                           p.leader_epoch, p.metadata or "", now_ms, expire))
+            if p.topic is not topic:
+                topic = p.topic
+                prefix = offset_key_prefix(group_id, topic)
+            records.append((prefix + _I32.pack(p.partition),
+                            encode_offset_value(p.offset, p.leader_epoch, md, now_ms, expire)))
+            if md is not entry_md:
+                entry_md, entry = md, self._entry(md, now_ms, expire)
+            entries.append(entry)
         if records and group is None:
             log.info("creating simple group %s via manual offset commit", group_id)
         return Result(records, errors)

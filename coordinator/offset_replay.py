@@ -59,9 +59,16 @@ class RawBatches:
         self.buffers = buffers
 
     def batches(self, consume: bool = False) -> Iterator[tuple[int, int, int, int, bytes]]:
-        """(attributes, producer id, producer epoch, record count, batch bytes). ``consume``:
-        the buffers are released as they are walked (a log load holds one chunk per
-        partition otherwise: its loop variable keeps the last one while the others load)."""
+        """(attributes, producer id, producer epoch, record count, batch bytes)."""
+        for attrs, pid, epoch, count, buf, pos, end in self.spans(consume):
+            yield attrs, pid, epoch, count, buf[pos:end]
+
+    def spans(self, consume: bool = False
+              ) -> Iterator[tuple[int, int, int, int, bytes, int, int]]:
+        """(attributes, producer id, producer epoch, record count, buffer, batch start, batch
+        end): where each batch is, no copy of it. ``consume``: the buffers are released as
+        they are walked (a log load holds one chunk per partition otherwise: its loop
+        variable keeps the last one while the others load)."""
         unpack = _HEADER.unpack_from
         buffers = self.buffers
         if consume:
@@ -74,7 +81,7 @@ class RawBatches:
                 size = length + LOG_OVERHEAD
                 if length < HEADER_SIZE - LOG_OVERHEAD or end - pos < size:
                     return
-                yield attrs, pid, epoch, count, buf[pos:pos + size]
+                yield attrs, pid, epoch, count, buf, pos, pos + size
                 pos += size
 
     def __iter__(self) -> Iterator[tuple[Any, bytes | None]]:
@@ -100,7 +107,12 @@ def replay_batches(shard: GroupCoordinatorShard, chunk: RawBatches) -> int:
     """Apply every batch of ``chunk`` in log order (consuming it); returns how many
     records."""
     count = 0
-    for attrs, pid, epoch, n, batch in chunk.batches(consume=True):
+    for attrs, pid, epoch, n, buf, start, end in chunk.spans(consume=True):
+        if _MIN_BULK <= n <= _MAX_BULK and not attrs & (_CONTROL | _TRANSACTIONAL) and \
+                _bulk(shard, buf, start, end, attrs & 0x07, n):
+            count += n
+            continue
+        batch = buf[start:end]
         if attrs & _CONTROL:
             kind = control_type(batch)
             if kind >= 0:
@@ -108,8 +120,6 @@ def replay_batches(shard: GroupCoordinatorShard, chunk: RawBatches) -> int:
         elif attrs & _TRANSACTIONAL:
             count += shard.replay_all([(TxnRecordKey(pid, epoch, k), v)
                                        for k, v in key_values(batch) if k is not None])
-        elif _MIN_BULK <= n <= _MAX_BULK and _bulk(shard, batch, attrs & 0x07, n):
-            count += n
         else:
             records = None if attrs & 0x07 else _plain_records(batch, n)
             if records is None:
@@ -156,11 +166,12 @@ def _record(data: bytes, start: int, delta_bytes: int
 _Run = tuple[bytes, bytes, int, int | None, array, array, array]
 
 
-def _column(seg: bytes, col: int, width: int, size: int, typecode: str
+def _column(data: bytes, col: int, stop: int, width: int, size: int, typecode: str
             ) -> tuple[array, list[bytes]]:
-    """The big-endian field of ``width`` bytes at ``col`` of every ``size``-byte record, as an
-    array, and its byte columns (gathered with strided slices: no object per record)."""
-    cols = [seg[c::size] for c in range(col, col + width)]
+    """The big-endian field of ``width`` bytes at ``col`` of every ``size``-byte record (the
+    first record's field at ``col``, the last record ending at ``stop``), as an array, and its
+    byte columns (gathered with strided slices: no object per record)."""
+    cols = [data[c:stop:size] for c in range(col, col + width)]
     out = bytearray(len(cols[0]) * width)
     for j, c in enumerate(cols):
         out[j::width] = c
@@ -175,24 +186,34 @@ _CONSECUTIVE_MAX = 1 << 16
 _consecutive_be: list[bytes] = []
 
 
-def _consecutive() -> bytes:
-    """Big-endian int32 0, 1, ... 65535 (built on first use)."""
-    if not _consecutive_be:
-        values = array("i", range(_CONSECUTIVE_MAX))
-        if _SWAP:
-            values.byteswap()
-        _consecutive_be.append(values.tobytes())
-    return _consecutive_be[0]
+_consecutive_cols: dict[tuple[int, int], list[bytes]] = {}
 
 
-def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
-    """Check records ``first``..``first + k - 1`` (starting at byte ``start``) against the first
-    of them (all bytes but partition, offset, leader epoch and offset delta equal); on success
-    add the run to ``plan`` and return where it ends (-1: not a bulk run)."""
+def _consecutive(p0: int, k: int) -> list[bytes]:
+    """The 4 byte columns of big-endian int32 ``p0``, ``p0 + 1``, ... (``k`` of them; cached:
+    commit requests of the same partitions recur)."""
+    cols = _consecutive_cols.get((p0, k))
+    if cols is None:
+        if not _consecutive_be:
+            values = array("i", range(_CONSECUTIVE_MAX))
+            if _SWAP:
+                values.byteswap()
+            _consecutive_be.append(values.tobytes())
+        run = _consecutive_be[0][4 * p0:4 * (p0 + k)]
+        cols = [run[j::4] for j in range(4)]
+        if len(_consecutive_cols) >= 256:
+            _consecutive_cols.clear()
+        _consecutive_cols[(p0, k)] = cols
+    return cols
+
+
+def _run(data: bytes, start: int, end: int, first: int, k: int, plan: list[_Run],
+         rec: tuple[int, int, int, int, int, int]) -> int:
+    """Check records ``first``..``first + k - 1`` (starting at byte ``start``, within the
+    batch ending at ``end``) against the first of them (all bytes but partition, offset,
+    leader epoch and offset delta equal); on success add the run to ``plan`` and return where
+    it ends (-1: not a bulk run). ``rec``: ``_record`` of the first of them."""
     wide = first >= 64
-    rec = _record(data, start, 2 if wide else 1)
-    if rec is None:
-        return -1
     size, delta_col, kstart, kend, vstart, vend = rec
     key = data[kstart:kend]
     value = data[vstart:vend]
@@ -201,35 +222,37 @@ def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
             len(value) < MIN_LENGTH_BY_VERSION.get(version, NOT_AN_OFFSET):
         return -1
     stop = start + size * k
-    seg = data[start:stop]
-    if len(seg) != size * k:
+    if stop > end:
         return -1
+    # ``expected``: k copies of the first record with the other records' own partition,
+    # offset, leader epoch and offset delta patched in; it must equal the records' bytes.
+    # The columns are strided slices of ``data`` itself (no copy of the records).
     head = REST_START[version]
     pcol, ocol = kend - 4 - start, vstart + 2 - start
-    expected = bytearray(seg[:size] * k)
+    expected = bytearray(data[start:start + size]) * k
     if wide:
         expected[delta_col::size] = _DELTA2_LO[first:first + k]
         expected[delta_col + 1::size] = _DELTA2_HI[first:first + k]
     else:
         expected[delta_col::size] = _DELTA1[first:first + k]
-    offsets, cols = _column(seg, ocol, 8, size, "q")
+    offsets, cols = _column(data, start + ocol, stop, 8, size, "q")
     for c, col in enumerate(cols, ocol):
         expected[c::size] = col
+    seg = memoryview(data)[start:stop]
     # The common case: consecutive partitions, one leader epoch (the first record's).
     p0 = int.from_bytes(key[-4:], "big", signed=True)
     epoch = int.from_bytes(value[10:14], "big", signed=True) if head == 14 else -1
     if p0 >= 0 and p0 + k <= _CONSECUTIVE_MAX:
-        consecutive = _consecutive()[4 * p0:4 * (p0 + k)]
-        for j in range(4):
-            expected[pcol + j::size] = consecutive[j::4]
+        for c, col in enumerate(_consecutive(p0, k), pcol):
+            expected[c::size] = col
         if expected == seg:
             plan.append((key, value, head, p0, array("i"), offsets, array("i", (epoch,)) * k))
             return stop
-    parts, cols = _column(seg, pcol, 4, size, "i")
+    parts, cols = _column(data, start + pcol, stop, 4, size, "i")
     for c, col in enumerate(cols, pcol):
         expected[c::size] = col
     if head == 14:
-        epochs, cols = _column(seg, ocol + 8, 4, size, "i")
+        epochs, cols = _column(data, start + ocol + 8, stop, 4, size, "i")
         for c, col in enumerate(cols, ocol + 8):
             expected[c::size] = col
     else:
@@ -240,14 +263,12 @@ def _run(data: bytes, start: int, first: int, k: int, plan: list[_Run]) -> int:
     return stop
 
 
-def _same_prefix(data: bytes, start: int, first: int, limit: int, linear: bool = False) -> int:
-    """How many of the next ``limit`` records (from byte ``start``, record index ``first``)
-    seem to share the first one's size and key prefix (group and topic); 0 if the first has not
-    the bulk layout. A guess that ``_run`` then checks byte by byte: by bisection (the records
+def _same_prefix(data: bytes, start: int, rec: tuple[int, int, int, int, int, int], limit: int,
+                 linear: bool = False) -> int:
+    """How many of the next ``limit`` records (from byte ``start``)
+    seem to share the first one's size and key prefix (group and topic; ``rec``: ``_record``
+    of the first). A guess that ``_run`` then checks byte by byte: by bisection (the records
     of one commit request are contiguous), or record by record when ``linear``."""
-    rec = _record(data, start, 2 if first >= 64 else 1)
-    if rec is None:
-        return 0
     size, _delta, kstart, kend, _vstart, _vend = rec
     lo, hi = kstart - start, kend - 4 - start
     prefix = data[kstart:kend - 4]
@@ -268,17 +289,18 @@ def _same_prefix(data: bytes, start: int, first: int, limit: int, linear: bool =
     return good
 
 
-def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> bool:
-    """Replay a plain batch of ``n`` records in bulk; False (nothing applied) if it does not
-    have the layout."""
+def _bulk(shard: GroupCoordinatorShard, buf: bytes, first_byte: int, last_byte: int,
+          codec: int, n: int) -> bool:
+    """Replay the plain batch of ``n`` records at ``buf[first_byte:last_byte]`` in bulk;
+    False (nothing applied) if it does not have the layout."""
     if codec:
         try:
-            data = decompress(memoryview(batch)[HEADER_SIZE:], codec)
+            data = decompress(memoryview(buf)[first_byte + HEADER_SIZE:last_byte], codec)
         except Exception:  # noqa: BLE001 - the per-record path reports it as it always did
             return False
-        start = 0
+        start, end = 0, len(data)
     else:
-        data, start = batch, HEADER_SIZE
+        data, start, end = buf, first_byte + HEADER_SIZE, last_byte
     # Runs of records of one (group, topic) and layout; one run never spans the record index
     # 64, where offset deltas grow to two bytes. A batch written by a group commit holds the
     # records of several commit requests one after the other.
@@ -287,18 +309,21 @@ def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> boo
     try:
         while first < n:
             limit = min(64 - first if first < 64 else n - first, n - first)
-            k = _same_prefix(data, pos, first, limit)
-            end = _run(data, pos, first, k, plan) if k else -1
-            if end < 0 and k > 1:  # the bisection's guess was wrong: record by record
-                k = _same_prefix(data, pos, first, limit, linear=True)
-                end = _run(data, pos, first, k, plan)
-            if end < 0:
+            rec = _record(data, pos, 2 if first >= 64 else 1)
+            if rec is None:  # not the bulk layout
                 return False
-            pos = end
+            k = _same_prefix(data, pos, rec, limit)
+            stop = _run(data, pos, end, first, k, plan, rec)
+            if stop < 0 and k > 1:  # the bisection's guess was wrong: record by record
+                k = _same_prefix(data, pos, rec, limit, linear=True)
+                stop = _run(data, pos, end, first, k, plan, rec)
+            if stop < 0:
+                return False
+            pos = stop
             first += k
     except (IndexError, struct.error, CorruptRecordError):  # a varint too long
         return False
-    if pos != len(data):
+    if pos != end:
         return False
     om = shard.offset_manager
     cached = om.parts_by_prefix
@@ -308,22 +333,26 @@ def _bulk(shard: GroupCoordinatorShard, batch: bytes, codec: int, n: int) -> boo
         if topic is not None and topic.set_run(
                 p0, offsets, epochs, topic.meta_index(value[:2] + value[head:], om.shared())):
             continue
-        if p0 is not None:
-            parts = array("i", range(p0, p0 + len(offsets)))
         topic = cached.get(prefix)
         if topic is None:  # first sight of (group, topic): its first record sets it up
             shard.replay_all(((key, value),))
             topic = cached.get(prefix)
             if topic is None:  # open transactions, an undecodable key...: per record
-                shard.replay_all(_records(prefix, value[:2], value[head:], head == 14, parts,
-                                          offsets, epochs)[1:])
+                shard.replay_all(_records(prefix, value[:2], value[head:], head == 14,
+                                          _parts(p0, parts, len(offsets)), offsets,
+                                          epochs)[1:])
                 continue
         meta = topic.meta_index(value[:2] + value[head:], om.shared())
         if p0 is not None and topic.set_run(p0, offsets, epochs, meta):
             continue
-        for p, o, e in zip(parts, offsets, epochs, strict=True):
+        for p, o, e in zip(_parts(p0, parts, len(offsets)), offsets, epochs, strict=True):
             topic.set(p, o, e, meta)
     return True
+
+
+def _parts(p0: int | None, parts: array, k: int) -> array:
+    """The partitions of a run (``p0``..``p0 + k - 1`` when consecutive)."""
+    return parts if p0 is None else array("i", range(p0, p0 + k))
 
 
 def _records(prefix: bytes, version: bytes, rest: bytes, has_epoch: bool, parts: array,

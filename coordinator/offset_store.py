@@ -64,6 +64,14 @@ def decode_rest(rest: bytes) -> OffsetCommitValue:
         return UNDECODABLE
 
 
+def built_entry(metadata: str, commit_timestamp: int, expire_timestamp: int | None
+                ) -> OffsetCommitValue:
+    """The table entry of a value ``encode_offset_value`` built (what ``decode_rest`` of its
+    rest bytes gives: offset 0, leader epoch 0 for v3 or -1 for v1), without decoding it."""
+    return OffsetCommitValue(0, 0 if expire_timestamp is None else -1, metadata,
+                             commit_timestamp, expire_timestamp)
+
+
 class TopicOffsets:
     """Committed offsets of one group for one topic."""
 
@@ -90,16 +98,17 @@ class TopicOffsets:
         return self.sparse is not None and p in self.sparse
 
     # Writes ------------------------------------------------------------------------------------
-    def meta_index(self, rest: bytes, shared: dict[bytes, OffsetCommitValue] | None = None
-                   ) -> int:
+    def meta_index(self, rest: bytes, shared: dict[bytes, OffsetCommitValue] | None = None,
+                   entry: OffsetCommitValue | None = None) -> int:
         """The table index of ``rest`` (added if new; ``shared`` maps rest bytes to entries
-        other topics decoded already)."""
+        other topics decoded already; ``entry``: what ``rest`` decodes to, known already)."""
         i = self.index.get(rest)
         if i is not None:
             return i
         if len(self.table) > 2 * self.count + 16:
             self._compact_table()
-        entry = shared.get(rest) if shared is not None else None
+        if entry is None and shared is not None:
+            entry = shared.get(rest)
         if entry is None:
             entry = decode_rest(rest)
             if shared is not None:
@@ -109,10 +118,22 @@ class TopicOffsets:
         self.index[rest] = i
         return i
 
-    def put(self, p: int, value: bytes, shared: dict[bytes, OffsetCommitValue] | None = None
-            ) -> bool:
+    def put(self, p: int, value: bytes, shared: dict[bytes, OffsetCommitValue] | None = None,
+            entry: OffsetCommitValue | None = None) -> bool:
         """Store an OffsetCommitValue's bytes for partition ``p``; False (nothing stored) if
-        they fail the plausibility check."""
+        they fail the plausibility check. ``entry``: the table entry of the value's rest bytes
+        when the caller knows it (a record this broker just built: nothing to decode)."""
+        if entry is not None:  # a value built here: its entry may be stored already
+            metas = self.metas
+            if 0 <= p < len(metas):
+                m = metas[p]
+                if m and self.table[m] is entry:
+                    if entry.expire_timestamp is None:  # v3: offset and leader epoch
+                        self.offsets[p], self.epochs[p] = _OFFSET_EPOCH.unpack_from(value, 2)
+                    else:  # v1: no leader epoch
+                        self.offsets[p] = _OFFSET.unpack_from(value, 2)[0]
+                        self.epochs[p] = -1
+                    return True
         version = value[:2]
         shape = _SHAPE.get(version)
         if shape is None or len(value) < shape[0]:
@@ -121,7 +142,7 @@ class TopicOffsets:
         rest = version + value[head:]
         meta = self.index.get(rest)
         if meta is None:
-            meta = self.meta_index(rest, shared)
+            meta = self.meta_index(rest, shared, entry)
         if head == 14:
             offset, epoch = _OFFSET_EPOCH.unpack_from(value, 2)
         else:

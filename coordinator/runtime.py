@@ -141,6 +141,8 @@ class PartitionContext:
         self._ready: asyncio.Future | None = None  # set while (re)loading
         self._reload_task: asyncio.Task | None = None
         self._tag: tuple[PartitionContext, int] | None = None  # see _timer_tag
+        # The loop of the first write (asyncio.get_running_loop costs a getpid syscall).
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # Lifecycle -------------------------------------------------------------------------------
     async def load(self) -> int:
@@ -237,7 +239,10 @@ class PartitionContext:
             if batch is None:
                 batch = self._open_batch()
             batch.records.extend(records)
-        fut = DurableFuture(loop=asyncio.get_running_loop())
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        fut = DurableFuture(loop=loop)
         batch.waiters.append((fut, result.response, result.on_durable, on_error))
         if len(batch.records) >= MAX_BATCH_RECORDS and batch is self._open:
             self.flush()
@@ -268,7 +273,9 @@ class PartitionContext:
         return self._inflight[-1] if self._inflight else None
 
     def _open_batch(self) -> _Batch:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         self._batch_seq += 1
         batch = _Batch(("write-timeout", self, self._batch_seq))
         self._open = batch

@@ -419,10 +419,9 @@ class GroupCoordinator:
         def op(s: GroupCoordinatorShard) -> Result:
             result = s.commit_offsets(group_id, generation, member_id, instance_id,
                                       retention_ms, partitions, version)
-            if build is None:
-                return result
-            return Result(result.records, build(result.response), result.replay,
-                          result.on_durable)
+            if build is not None:  # the shard's Result is new: it carries the response now
+                result.response = build(result.response)
+            return result
 
         def on_error(exc: BaseException) -> Any:
             codes = [error_code(exc)] * len(partitions)

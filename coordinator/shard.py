@@ -24,7 +24,12 @@ from .events import GroupEventLog
 from .group import GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord, TxnMarker, TxnRecordKey
-from .offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
+from .offset_manager import (
+    BuiltOffsetRecords,
+    CommitPartition,
+    FetchedTopic,
+    OffsetMetadataManager,
+)
 from .offset_replay import RawBatches, replay_batches
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
@@ -89,6 +94,15 @@ class GroupCoordinatorShard:
         om = self.offset_manager
         cached = om.parts_by_prefix
         shared = om.shared()
+        if type(records) is BuiltOffsetRecords:  # a commit's own records: values not decoded
+            for (key, value), entry in zip(records, records.entries, strict=True):
+                parts = cached.get(key[:-4])
+                if parts is None:
+                    self._replay_decoded(key, value)
+                else:
+                    parts.put(int.from_bytes(key[-4:], "big", signed=True), value, shared,
+                              entry)
+            return len(records)
         count = 0
         for key, value in records:
             count += 1
@@ -200,20 +214,21 @@ class GroupCoordinatorShard:
                        instance_id: str | None, retention_ms: int,
                        partitions: list[CommitPartition], version: int) -> Result:
         """Response: per-partition errors."""
-        consumer_group = self.consumer_groups.get(group_id)
+        consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             return self.offset_manager.commit(
                 commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
                 generation, member_id, instance_id, retention_ms, partitions, version,
                 self.context.now_ms())
-        group = self.groups.get(group_id)
+        gm = self.group_manager
+        group = gm.groups.get(group_id)
         result = self.offset_manager.commit(group, group_id, generation, member_id, instance_id,
                                             retention_ms, partitions, version,
                                             self.context.now_ms())
-        if group is not None and result.records:
-            self.group_manager.touch_member(group, member_id)
         if result.records:
-            self.events.committed(group_id, len(result.records))
+            if group is not None:
+                gm.touch_member(group, member_id)
+            gm.events.committed(group_id, len(result.records))
         return result
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:

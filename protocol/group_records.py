@@ -8,12 +8,14 @@ GroupMetadataKey v2, GroupMetadataValue v3. Read: every version, v4 values in fl
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_TIMEOUTS = struct.Struct(">ii")
 
 
 class RecordDecodeError(ValueError):
@@ -123,28 +125,57 @@ def encode_value(value: RecordValue) -> bytes:
             _str(out, value.metadata)
             out += _I64.pack(value.commit_timestamp)
     elif isinstance(value, GroupMetadataValue):
-        out += _I16.pack(3)
-        _str(out, value.protocol_type)
-        out += _I32.pack(value.generation)
-        _nstr(out, value.protocol)
-        _nstr(out, value.leader)
-        out += _I64.pack(value.current_state_timestamp)
-        out += _I32.pack(len(value.members))
-        for m in value.members:
-            _str(out, m.member_id)
-            _nstr(out, m.group_instance_id)
-            _str(out, m.client_id)
-            _str(out, m.client_host)
-            out += _I32.pack(m.rebalance_timeout)
-            out += _I32.pack(m.session_timeout)
-            _bytes(out, m.subscription)
-            _bytes(out, m.assignment)
+        return encode_group_metadata_value(
+            value.protocol_type, value.generation, value.protocol, value.leader,
+            value.current_state_timestamp,
+            [(encode_member_head(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 m.rebalance_timeout, m.session_timeout, m.subscription),
+              m.assignment) for m in value.members])
     else:
         raise TypeError(f"cannot encode value {value!r}")
     return bytes(out)
 
 
+def encode_member_head(member_id: str, group_instance_id: str | None, client_id: str,
+                       client_host: str, rebalance_timeout: int, session_timeout: int,
+                       subscription: bytes) -> bytes:
+    """A GroupMetadataValue v3 member up to (without) its assignment: what stays the same from
+    one generation to the next, so a group can keep it per member (see
+    ``encode_group_metadata_value``)."""
+    out = bytearray()
+    _str(out, member_id)
+    _nstr(out, group_instance_id)
+    _str(out, client_id)
+    _str(out, client_host)
+    out += _TIMEOUTS.pack(rebalance_timeout, session_timeout)
+    _bytes(out, subscription)
+    return bytes(out)
+
+
+def encode_group_metadata_value(protocol_type: str, generation: int, protocol: str | None,
+                                leader: str | None, current_state_timestamp: int,
+                                members: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """GroupMetadataValue v3 from each member's ``encode_member_head`` bytes and assignment:
+    ``encode_value(GroupMetadataValue(...))`` byte for byte, one join for the whole group."""
+    out = bytearray(b"\x00\x03")
+    _str(out, protocol_type)
+    out += _I32.pack(generation)
+    _nstr(out, protocol)
+    _nstr(out, leader)
+    out += _I64.pack(current_state_timestamp)
+    out += _I32.pack(len(members))
+    pack = _I32.pack
+    parts: list[bytes] = [bytes(out)]
+    append = parts.append
+    for head, assignment in members:
+        append(head)
+        append(pack(len(assignment)))
+        append(assignment)
+    return b"".join(parts)
+
+
 _V3_HEAD = struct.Struct(">hqih")
+_V3_EMPTY = struct.Struct(">hqihq")  # v3 with empty metadata: one pack
 _OFFSET_KEY_V1 = b"\x00\x01"
 
 
@@ -165,7 +196,7 @@ def encode_offset_value(offset: int, leader_epoch: int, metadata: str, commit_ti
     if expire_timestamp is not None or metadata:
         return encode_value(OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp,
                                               expire_timestamp))
-    return _V3_HEAD.pack(3, offset, leader_epoch, 0) + _I64.pack(commit_timestamp)
+    return _V3_EMPTY.pack(3, offset, leader_epoch, 0, commit_timestamp)
 
 
 # Decoding --------------------------------------------------------------------------------------

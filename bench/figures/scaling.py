@@ -34,6 +34,7 @@ import uuid
 from bench.figures.base import Context, Figure, Row
 from bench.figures.load import loadgen
 from bench.figures.loadgen import (
+    COORDINATOR_NOT_READY,
     MEMBER_ID_REQUIRED,
     REBALANCE_IN_PROGRESS,
     assignment_of,
@@ -129,6 +130,12 @@ class Member:
                       member_id=self.member_id, group_instance_id=None,
                       protocol_type="consumer", protocols=(proto,), reason=None)
         resp = await self.call(JOIN_GROUP, **fields)
+        deadline = time.monotonic() + FORM_TIMEOUT
+        # A broker that has just started may still be loading its coordinator: retried as a
+        # client does (only ever on the first, untimed join).
+        while int(resp.error_code) in COORDINATOR_NOT_READY and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+            resp = await self.call(JOIN_GROUP, **fields)
         if int(resp.error_code) == MEMBER_ID_REQUIRED:
             fields["member_id"] = resp.member_id
             resp = await self.call(JOIN_GROUP, **fields)

@@ -11,24 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # imported where used: the broker's config reads DEFAULTS at start-up
+from .defaults import DEFAULTS  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:  # imported where used
     from kafkette.coordinator.assignor import PartitionAssignor
 
     from .heartbeat import HeartbeatSettings
-
-DEFAULTS: dict[str, str] = {
-    "group.coordinator.rebalance.protocols": "classic,consumer",
-    "group.consumer.heartbeat.interval.ms": "5000",
-    "group.consumer.min.heartbeat.interval.ms": "5000",
-    "group.consumer.max.heartbeat.interval.ms": "15000",
-    "group.consumer.session.timeout.ms": "45000",
-    "group.consumer.min.session.timeout.ms": "45000",
-    "group.consumer.max.session.timeout.ms": "60000",
-    "group.consumer.max.size": "2147483647",
-    "group.consumer.assignors": ("org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
-                                 "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
-    "group.consumer.migration.policy": "bidirectional",
-}
 
 PROTOCOLS = ("classic", "consumer", "share", "streams")
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")

@@ -282,3 +282,41 @@ def test_a_protocol_listed_twice_by_one_member_is_still_selected(shard):
     _ctx(shard).clock.advance(3000)
     answer = joined.response.result()
     assert (answer.error, answer.protocol_name, answer.generation) == (E.NONE, "range", 1)
+
+
+def _rejoin_and_sync(shard: GroupCoordinatorShard, member: str, protocols: tuple,
+                     rebalance_ms: int = SESSION, session_ms: int = SESSION) -> Result:
+    """The (leader) member rejoins its Stable group and syncs: the sync's Result."""
+    joined = shard.join_group(JoinRequest("g", member, None, session_ms, rebalance_ms, "consumer",
+                                          protocols, "client", "/10.0.0.1", 3))
+    _apply(shard, joined)
+    answer = joined.response.result()
+    assert answer.error == E.NONE
+    synced = shard.sync_group(SyncRequest("g", member, None, answer.generation, "consumer",
+                                          "range", {member: b"a%d" % answer.generation}))
+    _apply(shard, synced)
+    assert synced.response.result().error == E.NONE
+    return synced
+
+
+def test_group_record_and_subscribed_topics_follow_a_rejoin_with_new_protocols_or_timeouts(shard):
+    # Kept per member across generations (Member.record_cache / topics_cache): a rejoin that
+    # changes nothing writes the same member bytes, one that changes them writes the new ones.
+    member, _ = _form(shard)
+    group = shard.groups["g"]
+    assert group.subscribed_topics == frozenset({"t"})
+    same = _rejoin_and_sync(shard, member, (("range", subscription("t")),))
+    (_key, value), = _decoded(same)
+    assert same.records[0][1] == encode_value(value)  # byte-exact with the value's encoding
+    assert [(m.subscription, m.rebalance_timeout, m.session_timeout, m.assignment)
+            for m in value.members] == [(subscription("t"), SESSION, SESSION, b"a2")]
+    changed = _rejoin_and_sync(shard, member, (("range", subscription("u", "v")),))
+    (_key, value), = _decoded(changed)
+    assert [m.subscription for m in value.members] == [subscription("u", "v")]
+    assert group.subscribed_topics == frozenset({"u", "v"})
+    slower = _rejoin_and_sync(shard, member, (("range", subscription("u", "v")),),
+                              rebalance_ms=SESSION * 3, session_ms=SESSION * 2)
+    (_key, value), = _decoded(slower)
+    assert [(m.rebalance_timeout, m.session_timeout, m.assignment) for m in value.members] == [
+        (SESSION * 3, SESSION * 2, b"a4")]
+    assert slower.records[0][1] == encode_value(value)

@@ -77,3 +77,39 @@ def test_config_defaults_and_types():
     assert config.listener.port == 9092
     with pytest.raises(ConfigError):
         BrokerConfig({"node.id": "x"}).get_int("node.id")
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve"],
+    ["serve", "--config", "a.properties", "--override", "a=b", "--override=c=d", "--debug"],
+    ["serve", "--log-level", "debug", "--admin", ":8080", "--nodes", "3"],
+    ["serve", "--log-l=warning", "--over", "x=1"],  # argparse's abbreviations
+])
+def test_a_serve_command_line_is_parsed_as_the_whole_parser_does(argv):
+    from kafkette.broker.cli import build_parser, parse_args
+
+    assert vars(parse_args(argv)) == vars(build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["serve", "--nodes", "x"], "kafkette serve: error: argument --nodes: invalid int value: 'x'"),
+    (["serve", "--log-level", "loud"], "kafkette serve: error: argument --log-level: invalid "
+                                       "choice: 'LOUD'"),
+    (["serve", "extra"], "kafkette: error: unrecognized arguments: extra"),
+    (["serve", "--override"], "kafkette serve: error: argument --override: expected one argument"),
+])
+def test_a_bad_serve_command_line_is_worded_by_the_whole_parser(argv, message, capsys):
+    from kafkette.broker.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith(message)
+
+
+def test_serve_help_is_the_whole_parsers(capsys):
+    from kafkette.broker.cli import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["serve", "--help"])
+    assert capsys.readouterr().out.startswith("usage: kafkette serve [-h] [--config CONFIG]")

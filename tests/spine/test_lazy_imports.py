@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from kafkette.broker.registry import ROUTES, load_all
 from kafkette.broker.routes import REGISTERED, TABLE
 
@@ -38,6 +40,50 @@ def heavy(modules: list[str]) -> list[str]:
 
 def test_what_serve_imports_before_listening_is_light():
     assert heavy(modules_after("import kafkette.broker.cli, kafkette.broker.server")) == []
+
+
+# Not imported by ``kafkette serve`` until its listeners are up and answer ApiVersions
+# (broker/boot.py): the broker itself loads in a thread after.
+AFTER_LISTENING = ("kafkette.broker.server", "kafkette.broker.connection", "kafkette.storage.topics",
+                   "kafkette.storage.log", "kafkette.protocol.codec", "kafkette.coordinator.runtime",
+                   "kio.schema", "kio.serial", "kafkette.broker.transactions_cli")
+
+
+def test_serve_answers_api_versions_before_importing_the_broker(tmp_path):
+    code = f"""
+import asyncio, json, sys
+from kafkette.broker import cli
+
+listen_early = cli.listen_early
+
+async def bound_then_asked(config):
+    early = await listen_early(config)
+    host, port = early["PLAINTEXT"].server.sockets[0].getsockname()[:2]
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(bytes.fromhex("0000000f0012000000000007000562656e6368"))  # ApiVersions v0
+    head = await reader.readexactly(8)
+    assert head[4:] == bytes.fromhex("00000007"), head
+    print(json.dumps(sorted(sys.modules)))
+    sys.exit(0)
+
+cli.listen_early = bound_then_asked
+cli.main(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+          "--override", "log.dirs={tmp_path}"])
+"""
+    modules = modules_after(code)
+    assert "kafkette.broker.boot" in modules
+    assert heavy(modules) == []
+    assert [m for m in modules if any(m == a or m.startswith(a + ".")
+                                      for a in AFTER_LISTENING)] == []
+    assert [m for m in modules if m == "kio" or m.startswith("kio.")] == []
+
+
+def test_kio_loads_without_hypothesis_after_the_protocol_package():
+    # protocol/__init__.py hides hypothesis (~170 ms) while kio's primitive types load.
+    pytest.importorskip("hypothesis")
+    modules = modules_after("import kafkette.protocol, kio.schema.errors")
+    assert "kio.static.primitive" in modules and "hypothesis" not in modules
+    assert "hypothesis" in modules_after("import kio.schema.errors")  # what it saves
 
 
 def test_a_broker_started_in_process_loads_no_handler_until_asked(tmp_path):

@@ -162,6 +162,30 @@ def test_validation_table_types_ranges_and_synonyms():
     assert BrokerConfig({"typo.key": "1", "node.id": "3"}).validate() == ["typo.key"]
 
 
+def test_topic_synonyms_are_checked_though_loaded_only_when_supplied():
+    # broker/config.py imports storage.topic_config only when a key outside CONFIG_KEYS and
+    # DEFAULTS is looked up; a synonym with a default must therefore be listed in CONFIG_KEYS.
+    from kafkette.broker.config import CONFIG_KEYS, DEFAULTS
+    from kafkette.storage.topic_config import TOPIC_CONFIGS
+
+    synonyms = {d.synonym for d in TOPIC_CONFIGS.values() if d.synonym}
+    assert [key for key in DEFAULTS if key in synonyms and key not in CONFIG_KEYS] == []
+    code = """
+import sys
+from kafkette.broker.config import BrokerConfig, ConfigError
+assert BrokerConfig({"node.id": "2"}).validate() == []
+assert "kafkette.storage.topic_config" not in sys.modules
+assert BrokerConfig({"log.roll.jitter.ms": "5", "typo.key": "1"}).validate() == ["typo.key"]
+try:
+    BrokerConfig({"log.preallocate": "maybe"}).validate()
+except ConfigError as exc:
+    print(exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == ("Invalid value maybe for configuration log.preallocate: "
+                                  "Expected value to be either true or false"), out.stderr
+
+
 def test_debug_logs_one_line_per_request(tmp_path):
     from tests.wire import WireClient
 
