@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import logging
 import struct
+from datetime import timedelta
+
+from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import make
-from kafkette.protocol.codec import decode_response, encode_request, request_type
+from kafkette.protocol.codec import (
+    codec,
+    decode_response,
+    encode_request,
+    request_type,
+    response_type,
+)
 from tests.hostile.healthy import HEARTBEAT, HealthyClient
 from tests.wire import WireClient
 
@@ -96,3 +105,23 @@ def test_heartbeat_after_unsupported_version_is_unaffected(kafka_broker):
         assert _answer(client, 4) == (1, NONE)
         client.send_raw(good[:6] + struct.pack(">h", 99) + good[8:])  # version 99, same bytes
         assert client.is_closed_by_peer()
+
+
+def test_repeated_answers_are_framed_byte_for_byte(kafka_broker):
+    """The connection reframes a repeated response object by patching size and correlation id
+    (broker/connection.py _send): every frame must equal a fresh encoding of its answer, across
+    answers that alternate, versions with and without the flexible header, and extreme ids."""
+    with HealthyClient(kafka_broker) as member, WireClient(kafka_broker) as client:
+        group, gen, mid = member.group, member.generation, member.member_id
+        sent = []
+        for i, corr in enumerate((0, 1, 2, 2**31 - 1, -(2**31), -1, 7, 8, 9, 10)):
+            version = 3 if i in (4, 5) else 4
+            generation = gen + 1 if i in (2, 7) else gen
+            sent.append((version, corr, generation,
+                         ILLEGAL_GENERATION if generation != gen else NONE))
+        client.send_raw(b"".join(_beat(v, c, group, g, mid) for v, c, g, _ in sent))
+        for version, corr, _g, error in sent:
+            frame = client.read_frame()
+            expected = make(response_type(HEARTBEAT, version), throttle_time=timedelta(0),
+                            error_code=ErrorCode(error))
+            assert frame == codec(HEARTBEAT, version).encode_response(corr, expected)[4:]
