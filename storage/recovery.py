@@ -9,8 +9,9 @@ build its in-memory index (Kafka reads its index files). A header that does not 
 length, bad magic, offsets going backwards, a torn batch) in a trusted segment cuts that
 segment's tail only: the segments after it are kept, and the offsets in between are a gap that
 fetches skip, as after compaction. Damage the checksum alone reveals stays undetected in trusted
-segments, as in Kafka (consumers see a CRC error for that batch); the active segment's CRCs are
-always checked, also after a clean shutdown, and a bad batch there cuts that segment's tail.
+segments, as in Kafka (consumers see a CRC error for that batch), the active segment's after a
+clean shutdown included; in an unflushed active segment a bad batch cuts that segment's tail.
+A trusted segment's record data is not read at all, only its batch headers.
 """
 
 from __future__ import annotations
@@ -112,10 +113,8 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
         seg = Segment(directory, base, now)
         seg.fd = os.open(path, os.O_RDWR)
         segments.append(seg)
-        # The active segment's CRCs are always checked (cheap next to a whole log, and kafkette
-        # did so before it kept recovery points); Kafka skips them after a clean shutdown.
         aborted: list[bytes] = []  # .txnindex entries of the ABORT markers in this segment
-        valid, problem = scan_segment(seg.fd, verify=unflushed or next_base is None,
+        valid, problem = scan_segment(seg.fd, verify=unflushed,
                                       on_batch=_indexer(plog, seg, aborted), base_offset=base)
         if aborted or segment_name(base, txn_index.SUFFIX) in present:
             txn_index.rewrite(directory, base, aborted)

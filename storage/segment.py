@@ -20,6 +20,9 @@ from kafkette.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, ve
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _SCAN_CHUNK = 4 << 20
+# A scan that checks no CRC reads only headers: at the first batch, and after one at least this
+# big, it reads this much (a page) instead of a whole chunk of record data it would not look at.
+_PEEK = 4096
 
 
 def segment_name(base_offset: int, suffix: str = ".log") -> str:
@@ -114,10 +117,11 @@ def scan_segment(fd: int, verify: bool, on_batch: Callable[[BatchHeader, int], N
     pos = 0
     chunk = b""
     chunk_start = 0
+    size = _PEEK  # the first read is a peek too
     while pos < file_size:
         rel = pos - chunk_start
         if rel < 0 or rel + HEADER_SIZE > len(chunk):
-            chunk = os.pread(fd, _SCAN_CHUNK, pos)
+            chunk = os.pread(fd, _PEEK if not verify and size >= _PEEK else _SCAN_CHUNK, pos)
             chunk_start = pos
             rel = 0
         if len(chunk) - rel < HEADER_SIZE:
