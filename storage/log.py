@@ -5,6 +5,11 @@ by call), the bytes go to the writer thread, and the log end offset readers see 
 watermark on a single node) advances only once the bytes are in the file and, when the flush
 policy asks for it, fsynced. A small append with nothing queued ahead of it and no fsync due is
 written straight into the page cache from the loop instead: cheaper than the thread round trip.
+With a flush policy that fsyncs, such an append is written from the loop too and only its fsync
+goes to the thread (group commit, storage/writer.py).
+
+The read path is ``LogReads`` (storage/log_read.py), the errors are in storage/errors.py; both
+are importable from here as before.
 """
 
 from __future__ import annotations
@@ -15,25 +20,29 @@ import logging
 import os
 import struct
 import time
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafkette.protocol.control_records import control_type
 from kafkette.protocol.records import (
-    HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
     CorruptRecordError,
-    decode_records,
     iter_batches,
-    parse_batch_header,
     set_log_append_time,
 )
 
 from . import txn_index
+from .errors import (
+    InvalidTimestampError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from .log_read import LogReads, LogSlice
 from .producer_state import ProducerStateTable
 from .recovery import load_segments
 from .segment import Segment, segment_name
@@ -44,24 +53,8 @@ log = logging.getLogger("kafkette.storage")
 
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 LEADER_EPOCH = 0
-_CLOSE_DELAY_S = 30.0
-_INLINE_MAX = 64 * 1024  # appends up to this size are written on the loop when nothing is queued  # replaced/deleted segment files stay open this long for in-flight readers
-
-
-class OffsetOutOfRangeError(Exception):
-    code = 1  # OFFSET_OUT_OF_RANGE
-
-
-class RecordTooLargeError(Exception):
-    code = 10  # MESSAGE_TOO_LARGE
-
-
-class InvalidTimestampError(Exception):
-    code = 32  # INVALID_TIMESTAMP
-
-
-class KafkaStorageError(Exception):
-    code = 56  # KAFKA_STORAGE_ERROR
+_CLOSE_DELAY_S = 30.0  # replaced/deleted segment files stay open this long for in-flight readers
+_INLINE_MAX = 64 * 1024  # appends up to this size are written on the loop (see append_nowait)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,23 +66,7 @@ class AppendInfo:
     duplicate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class LogSlice:
-    """Whole batches ``[position, position + size)`` of one segment file, ready to send."""
-
-    fd: int
-    position: int
-    size: int
-    first_offset: int
-
-    def read(self) -> bytes:
-        data = os.pread(self.fd, self.size, self.position)
-        if len(data) != self.size:
-            raise KafkaStorageError(f"short read: {len(data)} of {self.size} bytes")
-        return data
-
-
-class PartitionLog:
+class PartitionLog(LogReads):
     def __init__(self, topic: str, partition: int, directory: Path, config: LogConfig,
                  writer: DiskWriter, now_ms: Callable[[], int] | None = None) -> None:
         self.topic = topic
@@ -464,142 +441,6 @@ class PartitionLog:
             for fut in waiters:
                 if not fut.done():
                     fut.set_result(None)
-
-    # Reads --------------------------------------------------------------------------------------------
-    def check_offset(self, offset: int) -> None:
-        if offset < self._log_start or offset > self._hw:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is out of range [{self._log_start}, {self._hw}] for "
-                f"{self.topic}-{self.partition}")
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The LSO: below it no transaction is open (the high watermark when none is)."""
-        first = self.producers.first_unstable_offset()
-        return self._hw if first is None or first > self._hw else first
-
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
-             upto: int | None = None) -> LogSlice | None:
-        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (at least one batch
-        when ``min_one``) and only below the high watermark (or ``upto``, the LSO of a
-        read_committed fetch); None when there is nothing yet."""
-        self.check_offset(offset)
-        hw = self._hw if upto is None else min(upto, self._hw)
-        if offset >= hw:
-            return None
-        idx = max(bisect_right(self._bases, offset) - 1, 0)
-        for seg in self._segments[idx:]:
-            visible = bisect_left(seg.last_offsets, hw)
-            i = seg.find(offset)
-            if i >= visible:
-                continue
-            start = seg.positions[i]
-            limit = start + max_bytes
-            end_visible = seg.positions[visible] if visible < len(seg.positions) else seg.size
-            if end_visible <= limit:
-                end = end_visible
-            else:
-                k = bisect_right(seg.positions, limit, i + 1, visible)
-                if k - 1 > i:
-                    end = seg.positions[k - 1]
-                elif min_one:
-                    end = seg.batch_end(i)
-                else:
-                    return None
-            assert seg.fd is not None
-            first = seg.last_offsets[i - 1] + 1 if i > 0 else seg.base_offset
-            return LogSlice(seg.fd, start, end - start, first)
-        return None
-
-    async def read_bytes(self, offset: int, max_bytes: int) -> bytes:
-        """Like ``read`` but returns the bytes (read in a thread); b"" at the end of the log."""
-        slice_ = self.read(offset, max_bytes)
-        if slice_ is None:
-            return b""
-        return await asyncio.to_thread(slice_.read)
-
-    def iter_batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        """Every visible batch whose last offset is >= ``start_offset``, for replay.
-
-        Reads the files synchronously: iterate it in a thread (or before serving requests)."""
-        hw = self._hw
-        for seg in list(self._segments):
-            visible = bisect_left(seg.last_offsets, hw)
-            i = seg.find(start_offset)
-            if i >= visible or seg.fd is None:
-                continue
-            pos = seg.positions[i]
-            end = seg.positions[visible] if visible < len(seg.positions) else seg.size
-            fd = seg.fd
-            while pos < end:
-                chunk = os.pread(fd, min(4 << 20, end - pos), pos)
-                if len(chunk) < HEADER_SIZE:
-                    chunk = os.pread(fd, end - pos, pos)
-                consumed = 0
-                for h, view in iter_batches(chunk):
-                    if h.last_offset >= start_offset:
-                        yield h, bytes(view)
-                    consumed += h.size
-                if consumed == 0:  # one batch larger than the chunk
-                    h = parse_batch_header(chunk)
-                    data = os.pread(fd, h.size, pos)
-                    if h.last_offset >= start_offset:
-                        yield h, data
-                    consumed = h.size
-                pos += consumed
-
-    def replay_regions(self, max_bytes: int = 1 << 20) -> Iterator[tuple[int, int, int]]:
-        """Every visible batch from the log start as (fd, position, size) regions of whole
-        batches (about ``max_bytes`` each, one batch at least), cut where the segment index
-        says batches start, for ``read_region``: replay walks the batches itself, no header
-        object or copy per batch. Cheap (no I/O): iterate it on the loop."""
-        hw = self._hw
-        for seg in list(self._segments):
-            visible = bisect_left(seg.last_offsets, hw)
-            if visible == 0 or seg.fd is None:
-                continue
-            positions = seg.positions
-            end = positions[visible] if visible < len(positions) else seg.size
-            i = 0
-            while i < visible:
-                pos = positions[i]
-                i = bisect_right(positions, pos + max_bytes, i + 1, visible)
-                yield seg.fd, pos, (positions[i] if i < visible else end) - pos
-
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= ``timestamp``. Reads one
-        batch synchronously (page cache); None when no record qualifies."""
-        hw = self._hw
-        for seg in self._segments:
-            visible = bisect_left(seg.last_offsets, hw)
-            for i in range(visible):
-                if seg.max_timestamps[i] >= timestamp:
-                    for rec in self._batch_records(seg, i):
-                        if rec.timestamp >= timestamp:
-                            return rec.offset, rec.timestamp
-        return None
-
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (first one on ties)."""
-        hw = self._hw
-        best: tuple[int, Segment, int] | None = None
-        for seg in self._segments:
-            visible = bisect_left(seg.last_offsets, hw)
-            for i in range(visible):
-                if best is None or seg.max_timestamps[i] > best[0]:
-                    best = (seg.max_timestamps[i], seg, i)
-        if best is None:
-            return None
-        ts, seg, i = best
-        for rec in self._batch_records(seg, i):
-            if rec.timestamp == ts:
-                return rec.offset, ts
-        return seg.last_offsets[i], ts
-
-    def _batch_records(self, seg: Segment, i: int):
-        assert seg.fd is not None
-        data = os.pread(seg.fd, seg.batch_end(i) - seg.positions[i], seg.positions[i])
-        return decode_records(data)
 
     # Truncation and deletion -------------------------------------------------------------------------
     async def truncate_to(self, offset: int) -> None:
