@@ -8,19 +8,18 @@ written straight into the page cache from the loop instead: cheaper than the thr
 With a flush policy that fsyncs, such an append is written from the loop too and only its fsync
 goes to the thread (group commit, storage/writer.py).
 
-The read path is ``LogReads`` (storage/log_read.py), the errors are in storage/errors.py; both
-are importable from here as before.
+The read path is ``LogReads`` (storage/log_read.py), truncation and deletion ``LogRetention``
+(storage/log_retention.py), both base classes of ``PartitionLog``; the errors are in
+storage/errors.py. What other code imports stays importable from here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import struct
 import time
-from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,8 @@ from .errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from .log_read import LogReads, LogSlice
+from .log_read import LogSlice
+from .log_retention import LogRetention, close_all
 from .producer_state import ProducerStateTable
 from .recovery import load_segments
 from .segment import Segment, segment_name
@@ -53,7 +53,6 @@ log = logging.getLogger("kafkette.storage")
 
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 LEADER_EPOCH = 0
-_CLOSE_DELAY_S = 30.0  # replaced/deleted segment files stay open this long for in-flight readers
 _INLINE_MAX = 64 * 1024  # appends up to this size are written on the loop (see append_nowait)
 
 
@@ -66,7 +65,7 @@ class AppendInfo:
     duplicate: bool = False
 
 
-class PartitionLog(LogReads):
+class PartitionLog(LogRetention):
     def __init__(self, topic: str, partition: int, directory: Path, config: LogConfig,
                  writer: DiskWriter, now_ms: Callable[[], int] | None = None) -> None:
         self.topic = topic
@@ -442,119 +441,6 @@ class PartitionLog(LogReads):
                 if not fut.done():
                     fut.set_result(None)
 
-    # Truncation and deletion -------------------------------------------------------------------------
-    async def truncate_to(self, offset: int) -> None:
-        """Drop every batch at or after the one holding ``offset``."""
-        if offset >= self._next:
-            return
-        if self._last_write is not None:
-            await asyncio.gather(self._last_write, return_exceptions=True)
-        now = self._now_ms()
-        if offset <= self._segments[0].base_offset:
-            dropped = self._segments
-            seg = Segment(self.directory, max(offset, 0), now)
-            self._segments = [seg]
-            self._bases = [seg.base_offset]
-            self._log_start = seg.base_offset
-            new_next = seg.base_offset
-            cut: tuple[Segment, int] | None = None
-        else:
-            idx = bisect_right(self._bases, offset) - 1
-            seg = self._segments[idx]
-            dropped = self._segments[idx + 1 :]
-            del self._segments[idx + 1 :]
-            del self._bases[idx + 1 :]
-            i = seg.find(offset)
-            new_next = seg.last_offsets[i - 1] + 1 if i > 0 else seg.base_offset
-            if i < seg.batch_count:
-                seg.truncate_index(i)
-            cut = (seg, seg.size)
-            seg.sealed = False
-        self._next = self._hw = new_next
-        self.recovery_point = min(self.recovery_point, new_next)
-        self.producers.truncate(new_next)
-        for seg_ in dropped:
-            seg_.sealed = True
-
-        def work() -> None:
-            if cut is not None:
-                os.ftruncate(cut[0].open_in_thread(), cut[1])
-                os.fsync(cut[0].fd)  # type: ignore[arg-type]
-                for suffix in (".index", ".timeindex"):  # it is the active segment again
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(cut[0].path.with_name(segment_name(cut[0].base_offset, suffix)))
-            for s in dropped:
-                _unlink_segment_files(s)
-
-        await self._writer.call(work)
-        self._close_later(dropped)
-
-    def advance_log_start(self, offset: int) -> bool:
-        """DeleteRecords: records below ``offset`` become unreadable and the segments wholly
-        below it are deleted. True if the log start moved (the caller persists it)."""
-        self.check_offset(offset)
-        if offset <= self._log_start:
-            return False
-        self._log_start = offset
-        doomed = []
-        for i, seg in enumerate(self._segments[:-1]):
-            if self._segments[i + 1].base_offset <= offset:
-                doomed.append(seg)
-            else:
-                break
-        self.delete_old_segments(doomed, f"log start offset advanced to {offset}")
-        return True
-
-    def restore_log_start(self, offset: int) -> None:
-        """Apply a checkpointed log start offset at startup."""
-        if self._log_start < offset <= self._hw:
-            self._log_start = offset
-
-    def delete_old_segments(self, segments: list[Segment], reason: str) -> None:
-        """Remove leading sealed segments (retention); the log start moves past them."""
-        if not segments:
-            if reason.startswith("log start"):
-                log.info("%s-%d: %s", self.topic, self.partition, reason)
-            return
-        for s in segments:
-            self._segments.remove(s)
-        self._bases = [s.base_offset for s in self._segments]
-        self._log_start = max(self._log_start, self._segments[0].base_offset)
-        self.producers.forget_before(self._log_start)
-        log.info("%s-%d: deleted %d segment(s) (%s); log start offset is now %d",
-                 self.topic, self.partition, len(segments), reason, self._log_start)
-        self._writer.call_nowait(lambda: [_unlink_segment_files(s) for s in segments])
-        self._close_later(segments)
-
-    def replace_segments(self, old: list[Segment], new: list[Segment]) -> None:
-        """Swap cleaned copies in (compaction); the caller renamed the files already."""
-        index = self._segments.index(old[0])
-        self._segments[index : index + len(old)] = new
-        self._bases = [s.base_offset for s in self._segments]
-        self._close_later(old)
-
-    def _close_later(self, segments: list[Segment]) -> None:
-        fds = [s.fd for s in segments if s.fd is not None]
-        for s in segments:
-            s.fd = None
-        if not fds:
-            return
-
-        def close_later() -> None:
-            self._deferred_closes.pop(handle, None)
-            self._writer.call_nowait(lambda: _close_all(fds))
-
-        loop = asyncio.get_running_loop()
-        handle = loop.call_later(_CLOSE_DELAY_S, close_later)
-        self._deferred_closes[handle] = fds
-
-    def _take_deferred_closes(self) -> list[int]:
-        fds = [fd for fds in self._deferred_closes.values() for fd in fds]
-        for handle in self._deferred_closes:
-            handle.cancel()
-        self._deferred_closes.clear()
-        return fds
-
     async def close(self) -> bool:
         """Close every file (fsynced first); True when the log ends cleanly (no failed write)."""
         self.closed = True
@@ -564,7 +450,7 @@ class PartitionLog(LogReads):
         deferred = self._take_deferred_closes()
 
         def work() -> None:
-            _close_all(deferred)
+            close_all(deferred)
             self.close_files()
 
         await self._writer.call(work)
@@ -582,7 +468,7 @@ class PartitionLog(LogReads):
         deferred = self._take_deferred_closes()
 
         def work() -> None:
-            _close_all(deferred)
+            close_all(deferred)
             for s in segments:
                 if s.fd is not None:
                     os.close(s.fd)
@@ -590,18 +476,6 @@ class PartitionLog(LogReads):
             shutil.rmtree(self.directory, ignore_errors=True)
 
         await self._writer.call(work)
-
-
-def _close_all(fds: list[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-def _unlink_segment_files(seg: Segment) -> None:
-    for suffix in (".log", ".index", ".timeindex", txn_index.SUFFIX):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(seg.path.with_name(segment_name(seg.base_offset, suffix)))
 
 
 __all__ = [
