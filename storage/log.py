@@ -5,35 +5,44 @@ by call), the bytes go to the writer thread, and the log end offset readers see 
 watermark on a single node) advances only once the bytes are in the file and, when the flush
 policy asks for it, fsynced. A small append with nothing queued ahead of it and no fsync due is
 written straight into the page cache from the loop instead: cheaper than the thread round trip.
+With a flush policy that fsyncs, such an append is written from the loop too and only its fsync
+goes to the thread (group commit, storage/writer.py).
+
+The read path is ``LogReads`` (storage/log_read.py), truncation and deletion ``LogRetention``
+(storage/log_retention.py), both base classes of ``PartitionLog``; the errors are in
+storage/errors.py. What other code imports stays importable from here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import struct
 import time
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafkette.protocol.control_records import control_type
 from kafkette.protocol.records import (
-    HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
     CorruptRecordError,
-    decode_records,
     iter_batches,
-    parse_batch_header,
     set_log_append_time,
 )
 
 from . import txn_index
+from .errors import (
+    InvalidTimestampError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from .log_read import LogSlice
+from .log_retention import LogRetention, close_all
 from .producer_state import ProducerStateTable
 from .recovery import load_segments
 from .segment import Segment, segment_name
@@ -44,24 +53,7 @@ log = logging.getLogger("kafkette.storage")
 
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 LEADER_EPOCH = 0
-_CLOSE_DELAY_S = 30.0
-_INLINE_MAX = 64 * 1024  # appends up to this size are written on the loop when nothing is queued  # replaced/deleted segment files stay open this long for in-flight readers
-
-
-class OffsetOutOfRangeError(Exception):
-    code = 1  # OFFSET_OUT_OF_RANGE
-
-
-class RecordTooLargeError(Exception):
-    code = 10  # MESSAGE_TOO_LARGE
-
-
-class InvalidTimestampError(Exception):
-    code = 32  # INVALID_TIMESTAMP
-
-
-class KafkaStorageError(Exception):
-    code = 56  # KAFKA_STORAGE_ERROR
+_INLINE_MAX = 64 * 1024  # appends up to this size are written on the loop (see append_nowait)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,23 +65,7 @@ class AppendInfo:
     duplicate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class LogSlice:
-    """Whole batches ``[position, position + size)`` of one segment file, ready to send."""
-
-    fd: int
-    position: int
-    size: int
-    first_offset: int
-
-    def read(self) -> bytes:
-        data = os.pread(self.fd, self.size, self.position)
-        if len(data) != self.size:
-            raise KafkaStorageError(f"short read: {len(data)} of {self.size} bytes")
-        return data
-
-
-class PartitionLog:
+class PartitionLog(LogRetention):
     def __init__(self, topic: str, partition: int, directory: Path, config: LogConfig,
                  writer: DiskWriter, now_ms: Callable[[], int] | None = None) -> None:
         self.topic = topic
@@ -109,7 +85,8 @@ class PartitionLog:
         self._unflushed = 0
         self._flush_timer: asyncio.TimerHandle | None = None
         self._last_write: asyncio.Future | None = None
-        self._inflight = 0  # write jobs queued to the writer thread and not yet done
+        self._inflight = 0  # jobs (writes, fsyncs) queued to the writer thread and not yet done
+        self._writes_queued = 0  # of which writes
         self._failed: BaseException | None = None  # a write failed: appends wait for the rollback
         self._rollback: asyncio.Future | None = None
         self.closed = False
@@ -311,9 +288,9 @@ class PartitionLog:
         next_after = self._next
         log_append_time = now if cfg.log_append_time else -1
         info = AppendInfo(first_offset, next_after - 1, log_append_time, self._log_start)
-        if (not fsync and self._inflight == 0 and len(pending) == 1 and pos <= _INLINE_MAX
-                and pending[0][0].fd is not None):
-            # A small write with nothing queued before it: a pwritev into the page cache costs
+        if ((self._inflight == 0 if not fsync else self._writes_queued == 0)
+                and len(pending) == 1 and pos <= _INLINE_MAX and pending[0][0].fd is not None):
+            # A small write with no write queued before it: a pwritev into the page cache costs
             # less than the round trip to the writer thread, and keeps order trivially.
             s, wpos, bufs = pending[0]
             try:
@@ -321,6 +298,16 @@ class PartitionLog:
             except OSError as exc:
                 self._on_error(exc)
                 raise KafkaStorageError(f"log {self.topic}-{self.partition}: {exc}") from exc
+            if fsync:
+                # Only the fsync goes to the writer thread, which syncs every file written
+                # before its drain at once (group commit); the append is acknowledged, and the
+                # high watermark moves, once that fsync is done. Without fsync, only with
+                # nothing at all in flight: an unsynced earlier append must not become visible.
+                s.dirty = False
+                self._inflight += 1
+                sync = self._writer.fsync(s, then=self._on_written(next_after, True, False))
+                self._last_write = sync
+                return info, sync
             s.dirty = True
             self._last_write = None
             self._hw = next_after
@@ -331,6 +318,7 @@ class PartitionLog:
             is_last = i == len(pending) - 1
             s.dirty = not fsync
             self._inflight += 1
+            self._writes_queued += 1
             fut = self._writer.write(s, wpos, bufs, fsync=fsync,
                                      then=self._on_written(next_after, fsync) if is_last
                                      else self._on_job_error)
@@ -339,11 +327,15 @@ class PartitionLog:
 
     def _on_job_error(self, result: Any) -> None:
         self._inflight -= 1
+        self._writes_queued -= 1
         self._on_error(result)
 
-    def _on_written(self, next_offset: int, synced: bool) -> Callable[[Any], None]:
+    def _on_written(self, next_offset: int, synced: bool, write: bool = True
+                    ) -> Callable[[Any], None]:
         def done(result: Any) -> None:
             self._inflight -= 1
+            if write:
+                self._writes_queued -= 1
             if isinstance(result, BaseException):
                 self._on_error(result)
                 return
@@ -449,255 +441,6 @@ class PartitionLog:
                 if not fut.done():
                     fut.set_result(None)
 
-    # Reads --------------------------------------------------------------------------------------------
-    def check_offset(self, offset: int) -> None:
-        if offset < self._log_start or offset > self._hw:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is out of range [{self._log_start}, {self._hw}] for "
-                f"{self.topic}-{self.partition}")
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The LSO: below it no transaction is open (the high watermark when none is)."""
-        first = self.producers.first_unstable_offset()
-        return self._hw if first is None or first > self._hw else first
-
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
-             upto: int | None = None) -> LogSlice | None:
-        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (at least one batch
-        when ``min_one``) and only below the high watermark (or ``upto``, the LSO of a
-        read_committed fetch); None when there is nothing yet."""
-        self.check_offset(offset)
-        hw = self._hw if upto is None else min(upto, self._hw)
-        if offset >= hw:
-            return None
-        idx = max(bisect_right(self._bases, offset) - 1, 0)
-        for seg in self._segments[idx:]:
-            visible = bisect_left(seg.last_offsets, hw)
-            i = seg.find(offset)
-            if i >= visible:
-                continue
-            start = seg.positions[i]
-            limit = start + max_bytes
-            end_visible = seg.positions[visible] if visible < len(seg.positions) else seg.size
-            if end_visible <= limit:
-                end = end_visible
-            else:
-                k = bisect_right(seg.positions, limit, i + 1, visible)
-                if k - 1 > i:
-                    end = seg.positions[k - 1]
-                elif min_one:
-                    end = seg.batch_end(i)
-                else:
-                    return None
-            assert seg.fd is not None
-            first = seg.last_offsets[i - 1] + 1 if i > 0 else seg.base_offset
-            return LogSlice(seg.fd, start, end - start, first)
-        return None
-
-    async def read_bytes(self, offset: int, max_bytes: int) -> bytes:
-        """Like ``read`` but returns the bytes (read in a thread); b"" at the end of the log."""
-        slice_ = self.read(offset, max_bytes)
-        if slice_ is None:
-            return b""
-        return await asyncio.to_thread(slice_.read)
-
-    def iter_batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        """Every visible batch whose last offset is >= ``start_offset``, for replay.
-
-        Reads the files synchronously: iterate it in a thread (or before serving requests)."""
-        hw = self._hw
-        for seg in list(self._segments):
-            visible = bisect_left(seg.last_offsets, hw)
-            i = seg.find(start_offset)
-            if i >= visible or seg.fd is None:
-                continue
-            pos = seg.positions[i]
-            end = seg.positions[visible] if visible < len(seg.positions) else seg.size
-            fd = seg.fd
-            while pos < end:
-                chunk = os.pread(fd, min(4 << 20, end - pos), pos)
-                if len(chunk) < HEADER_SIZE:
-                    chunk = os.pread(fd, end - pos, pos)
-                consumed = 0
-                for h, view in iter_batches(chunk):
-                    if h.last_offset >= start_offset:
-                        yield h, bytes(view)
-                    consumed += h.size
-                if consumed == 0:  # one batch larger than the chunk
-                    h = parse_batch_header(chunk)
-                    data = os.pread(fd, h.size, pos)
-                    if h.last_offset >= start_offset:
-                        yield h, data
-                    consumed = h.size
-                pos += consumed
-
-    def replay_regions(self, max_bytes: int = 1 << 20) -> Iterator[tuple[int, int, int]]:
-        """Every visible batch from the log start as (fd, position, size) regions of whole
-        batches (about ``max_bytes`` each, one batch at least), cut where the segment index
-        says batches start, for ``read_region``: replay walks the batches itself, no header
-        object or copy per batch. Cheap (no I/O): iterate it on the loop."""
-        hw = self._hw
-        for seg in list(self._segments):
-            visible = bisect_left(seg.last_offsets, hw)
-            if visible == 0 or seg.fd is None:
-                continue
-            positions = seg.positions
-            end = positions[visible] if visible < len(positions) else seg.size
-            i = 0
-            while i < visible:
-                pos = positions[i]
-                i = bisect_right(positions, pos + max_bytes, i + 1, visible)
-                yield seg.fd, pos, (positions[i] if i < visible else end) - pos
-
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= ``timestamp``. Reads one
-        batch synchronously (page cache); None when no record qualifies."""
-        hw = self._hw
-        for seg in self._segments:
-            visible = bisect_left(seg.last_offsets, hw)
-            for i in range(visible):
-                if seg.max_timestamps[i] >= timestamp:
-                    for rec in self._batch_records(seg, i):
-                        if rec.timestamp >= timestamp:
-                            return rec.offset, rec.timestamp
-        return None
-
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (first one on ties)."""
-        hw = self._hw
-        best: tuple[int, Segment, int] | None = None
-        for seg in self._segments:
-            visible = bisect_left(seg.last_offsets, hw)
-            for i in range(visible):
-                if best is None or seg.max_timestamps[i] > best[0]:
-                    best = (seg.max_timestamps[i], seg, i)
-        if best is None:
-            return None
-        ts, seg, i = best
-        for rec in self._batch_records(seg, i):
-            if rec.timestamp == ts:
-                return rec.offset, ts
-        return seg.last_offsets[i], ts
-
-    def _batch_records(self, seg: Segment, i: int):
-        assert seg.fd is not None
-        data = os.pread(seg.fd, seg.batch_end(i) - seg.positions[i], seg.positions[i])
-        return decode_records(data)
-
-    # Truncation and deletion -------------------------------------------------------------------------
-    async def truncate_to(self, offset: int) -> None:
-        """Drop every batch at or after the one holding ``offset``."""
-        if offset >= self._next:
-            return
-        if self._last_write is not None:
-            await asyncio.gather(self._last_write, return_exceptions=True)
-        now = self._now_ms()
-        if offset <= self._segments[0].base_offset:
-            dropped = self._segments
-            seg = Segment(self.directory, max(offset, 0), now)
-            self._segments = [seg]
-            self._bases = [seg.base_offset]
-            self._log_start = seg.base_offset
-            new_next = seg.base_offset
-            cut: tuple[Segment, int] | None = None
-        else:
-            idx = bisect_right(self._bases, offset) - 1
-            seg = self._segments[idx]
-            dropped = self._segments[idx + 1 :]
-            del self._segments[idx + 1 :]
-            del self._bases[idx + 1 :]
-            i = seg.find(offset)
-            new_next = seg.last_offsets[i - 1] + 1 if i > 0 else seg.base_offset
-            if i < seg.batch_count:
-                seg.truncate_index(i)
-            cut = (seg, seg.size)
-            seg.sealed = False
-        self._next = self._hw = new_next
-        self.recovery_point = min(self.recovery_point, new_next)
-        self.producers.truncate(new_next)
-        for seg_ in dropped:
-            seg_.sealed = True
-
-        def work() -> None:
-            if cut is not None:
-                os.ftruncate(cut[0].open_in_thread(), cut[1])
-                os.fsync(cut[0].fd)  # type: ignore[arg-type]
-                for suffix in (".index", ".timeindex"):  # it is the active segment again
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(cut[0].path.with_name(segment_name(cut[0].base_offset, suffix)))
-            for s in dropped:
-                _unlink_segment_files(s)
-
-        await self._writer.call(work)
-        self._close_later(dropped)
-
-    def advance_log_start(self, offset: int) -> bool:
-        """DeleteRecords: records below ``offset`` become unreadable and the segments wholly
-        below it are deleted. True if the log start moved (the caller persists it)."""
-        self.check_offset(offset)
-        if offset <= self._log_start:
-            return False
-        self._log_start = offset
-        doomed = []
-        for i, seg in enumerate(self._segments[:-1]):
-            if self._segments[i + 1].base_offset <= offset:
-                doomed.append(seg)
-            else:
-                break
-        self.delete_old_segments(doomed, f"log start offset advanced to {offset}")
-        return True
-
-    def restore_log_start(self, offset: int) -> None:
-        """Apply a checkpointed log start offset at startup."""
-        if self._log_start < offset <= self._hw:
-            self._log_start = offset
-
-    def delete_old_segments(self, segments: list[Segment], reason: str) -> None:
-        """Remove leading sealed segments (retention); the log start moves past them."""
-        if not segments:
-            if reason.startswith("log start"):
-                log.info("%s-%d: %s", self.topic, self.partition, reason)
-            return
-        for s in segments:
-            self._segments.remove(s)
-        self._bases = [s.base_offset for s in self._segments]
-        self._log_start = max(self._log_start, self._segments[0].base_offset)
-        self.producers.forget_before(self._log_start)
-        log.info("%s-%d: deleted %d segment(s) (%s); log start offset is now %d",
-                 self.topic, self.partition, len(segments), reason, self._log_start)
-        self._writer.call_nowait(lambda: [_unlink_segment_files(s) for s in segments])
-        self._close_later(segments)
-
-    def replace_segments(self, old: list[Segment], new: list[Segment]) -> None:
-        """Swap cleaned copies in (compaction); the caller renamed the files already."""
-        index = self._segments.index(old[0])
-        self._segments[index : index + len(old)] = new
-        self._bases = [s.base_offset for s in self._segments]
-        self._close_later(old)
-
-    def _close_later(self, segments: list[Segment]) -> None:
-        fds = [s.fd for s in segments if s.fd is not None]
-        for s in segments:
-            s.fd = None
-        if not fds:
-            return
-
-        def close_later() -> None:
-            self._deferred_closes.pop(handle, None)
-            self._writer.call_nowait(lambda: _close_all(fds))
-
-        loop = asyncio.get_running_loop()
-        handle = loop.call_later(_CLOSE_DELAY_S, close_later)
-        self._deferred_closes[handle] = fds
-
-    def _take_deferred_closes(self) -> list[int]:
-        fds = [fd for fds in self._deferred_closes.values() for fd in fds]
-        for handle in self._deferred_closes:
-            handle.cancel()
-        self._deferred_closes.clear()
-        return fds
-
     async def close(self) -> bool:
         """Close every file (fsynced first); True when the log ends cleanly (no failed write)."""
         self.closed = True
@@ -707,7 +450,7 @@ class PartitionLog:
         deferred = self._take_deferred_closes()
 
         def work() -> None:
-            _close_all(deferred)
+            close_all(deferred)
             self.close_files()
 
         await self._writer.call(work)
@@ -725,7 +468,7 @@ class PartitionLog:
         deferred = self._take_deferred_closes()
 
         def work() -> None:
-            _close_all(deferred)
+            close_all(deferred)
             for s in segments:
                 if s.fd is not None:
                     os.close(s.fd)
@@ -733,18 +476,6 @@ class PartitionLog:
             shutil.rmtree(self.directory, ignore_errors=True)
 
         await self._writer.call(work)
-
-
-def _close_all(fds: list[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-def _unlink_segment_files(seg: Segment) -> None:
-    for suffix in (".log", ".index", ".timeindex", txn_index.SUFFIX):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(seg.path.with_name(segment_name(seg.base_offset, suffix)))
 
 
 __all__ = [

@@ -83,8 +83,8 @@ def test_disk_full_then_freed(kafka_broker_factory, monkeypatch, caplog) -> None
     caplog.set_level(logging.INFO)
     broker = kafka_broker_factory()
     disk = FullDisk(monkeypatch, broker.config["log.dirs"])
-    # "inline": small appends written from the event loop; "synced": flush.messages=1 sends every
-    # append (and its fsync) through the writer thread.
+    # "inline": small appends written from the event loop; "synced": flush.messages=1, written
+    # from the loop too but acknowledged only once the writer thread has fsynced them.
     topics = {"inline": {}, "synced": {"flush.messages": "1"}}
     acked: dict[str, list[tuple[int, bytes]]] = {t: [] for t in topics}
     with WireClient(broker.bootstrap) as w, WireClient(broker.bootstrap) as other:

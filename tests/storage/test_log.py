@@ -12,7 +12,7 @@ import pytest
 
 from kafkette.protocol.records import Record, build_batch, decode_records, iter_batches
 from kafkette.storage.cleaner import dirty_ratio
-from kafkette.storage.log import OffsetOutOfRangeError
+from kafkette.storage.log import KafkaStorageError, OffsetOutOfRangeError
 from kafkette.storage.topics import LogManager, TopicExistsError
 
 
@@ -240,6 +240,11 @@ async def test_failed_write_drops_the_queued_writes_behind_it(tmp_path: Path, mo
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(fd, buffers, offset, *flags)
 
+    from kafkette.storage import log as log_module
+
+    # Every write goes through the writer thread (a small one is otherwise written on the loop
+    # and only its fsync queued: see the test below), so the failed one has writes behind it.
+    monkeypatch.setattr(log_module, "_INLINE_MAX", 0)
     mgr = LogManager(_config(tmp_path, **{"log.flush.interval.messages": "1"}))
     await mgr.start()
     await mgr.create_topic("w", 1, {"segment.bytes": "400"})
@@ -262,6 +267,87 @@ async def test_failed_write_drops_the_queued_writes_behind_it(tmp_path: Path, mo
     await mgr.start()
     recs = await _read_all(mgr.partition("w", 0))
     assert [r.key for r in recs] == [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5", b"k200"]
+    await mgr.stop()
+
+
+async def test_flush_per_message_acknowledges_only_after_the_fsync(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """log.flush.interval.messages=1: a small append is written on the loop and only its fsync
+    goes to the writer thread. Until that fsync is done the append is not acknowledged and its
+    records are not visible (high watermark, recovery point); appends made meanwhile are
+    written too and covered by the next fsync of the file, and acknowledged in order."""
+    import threading
+
+    real = os.fsync
+    entered, release = threading.Event(), threading.Event()
+    synced: list[int] = []
+
+    def fsync(fd: int) -> None:
+        entered.set()
+        release.wait(10)
+        real(fd)
+        synced.append(fd)
+
+    mgr = LogManager(_config(tmp_path, **{"log.flush.interval.messages": "1"}))
+    await mgr.start()
+    await mgr.create_topic("d", 1)
+    plog = mgr.partition("d", 0)
+    monkeypatch.setattr(os, "fsync", fsync)
+    first = plog.append_future(_batch(2, 0))
+    await asyncio.to_thread(entered.wait, 10)  # the writer thread is in the fsync now
+    more = [plog.append_future(_batch(2, 2 + 2 * i)) for i in range(3)]
+    await asyncio.sleep(0.05)
+    assert not first.done() and not any(f.done() for f in more)
+    assert plog.log_end_offset == 0 and plog.recovery_point == 0
+    # The bytes are in the file already (written on the loop), not yet acknowledged.
+    assert os.path.getsize(plog.segments[-1].path) == plog.segments[-1].size > 0
+    release.set()
+    infos = await asyncio.gather(first, *more)
+    assert [i.base_offset for i in infos] == [0, 2, 4, 6]
+    assert plog.log_end_offset == 8 and plog.recovery_point == 8
+    assert len(synced) == 2  # one for the first append, one for the three written meanwhile
+    monkeypatch.setattr(os, "fsync", real)
+    await mgr.stop()
+
+
+async def test_failed_fsync_of_an_inline_write_is_not_acknowledged(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """The fsync covering appends written on the loop fails (EIO): none of them is
+    acknowledged, the log is cut back to the high watermark, and appends resume there."""
+    import errno
+
+    real = os.fsync
+    failing = {"on": False}
+
+    def fsync(fd: int) -> None:
+        if failing["on"]:
+            failing["on"] = False  # once: the rollback's own fsync works
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd)
+
+    mgr = LogManager(_config(tmp_path, **{"log.flush.interval.messages": "1"}))
+    await mgr.start()
+    await mgr.create_topic("e", 1)
+    plog = mgr.partition("e", 0)
+    assert (await plog.append(_batch(2, 0))).base_offset == 0
+    size_before = plog.size_bytes
+    monkeypatch.setattr(os, "fsync", fsync)
+    failing["on"] = True
+    results = await asyncio.gather(*(plog.append(_batch(2, 10 + i)) for i in range(3)),
+                                   return_exceptions=True)
+    # The first gets the fsync's error, any synced in a later drain KAFKA_STORAGE_ERROR.
+    assert all(isinstance(r, (OSError, KafkaStorageError)) for r in results), results
+    assert isinstance(results[0], OSError)
+    assert plog.log_end_offset == 2
+    if plog._rollback is not None:
+        await plog._rollback
+    assert plog._failed is None and plog.size_bytes == size_before
+    assert (await plog.append(_batch(1, 20))).base_offset == 2
+    await mgr.stop()
+    mgr = LogManager(_config(tmp_path))
+    await mgr.start()
+    recs = await _read_all(mgr.partition("e", 0))
+    assert [r.key for r in recs] == [b"k0", b"k1", b"k20"]
     await mgr.stop()
 
 

@@ -75,3 +75,21 @@ def test_a_failed_fsync_fails_every_write_it_covered(tmp_path: Path,
     failed = [exc is not None for _job, _value, exc in results]
     # The unsynced write to a is not failed (it never asked for an fsync); both synced ones are.
     assert failed == [True, False, False, True]
+
+
+def test_the_files_of_a_drain_are_synced_concurrently(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch):
+    """Three files written in one drain: their fsyncs run at the same time (each waits at a
+    barrier the other two must reach), so a drain costs one fsync's time, not three."""
+    import threading
+
+    files = [_File(tmp_path / name) for name in "abc"]
+    barrier = threading.Barrier(3, timeout=10)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        barrier.wait()  # BrokenBarrierError (the job fails) if the fsyncs ran one by one
+        real(fd)
+    monkeypatch.setattr(writer_module.os, "fsync", fsync)
+    results = DiskWriter._execute([_write(f, 0, b"x") for f in files])
+    assert [exc for _job, _value, exc in results] == [None, None, None]
