@@ -40,7 +40,10 @@ def handle_offset_commit(ctx: RequestContext, req):
         layout_items.append((name, tuple(indexes)))
     # The response is built when the op runs; a durable write returns the runtime's future
     # of it, which the connection pipelines (broker/connection.py).
-    return coordinator(ctx).commit_offsets(
+    coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
+    if coord is None:
+        coord = coordinator(ctx)
+    return coord.commit_offsets(
         req.group_id, req.generation_id_or_member_epoch, req.member_id,
         req.group_instance_id if v >= 7 else None,
         ms(req.retention_time) if 2 <= v <= 4 else -1, partitions, v,
