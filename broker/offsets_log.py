@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 from kafkette.coordinator.log import TxnMarker, TxnRecordKey
@@ -15,6 +16,8 @@ from kafkette.storage.segment import read_region
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
+_KEY = itemgetter(0)
+_PLAIN = {bytes}
 _CODECS = {"none": 0, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
@@ -41,9 +44,8 @@ class PartitionOffsetsLog:
         return self.plog.append_durable(data, headers)
 
     def _encode(self, records: Sequence[tuple[Any, bytes | None]]) -> tuple[bytes, list[Any]]:
-        first = records[0][0] if records else None
-        if type(first) is bytes and type(records[-1][0]) is bytes and \
-                all(type(k) is bytes for k, _v in records):
+        # Plain records only (every key bytes): checked in C, no generator step per record.
+        if records and set(map(type, map(_KEY, records))) == _PLAIN:
             batch = build_batch(records, compression=self.compression)
             return batch, [parse_batch_header(batch)]
         batches = list(_transactional_batches(records, self.compression))
@@ -147,15 +149,19 @@ async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
     coord = GroupCoordinator(
         config.node_id, info.partitions, clock, coordinator_config(config, logs),
         lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec),
-        partition_count=lambda topic: _partition_count(logs, topic))
+        partition_count=_partition_counter(logs))
     await coord.start()
     return coord
 
 
-def _partition_count(logs: Any, topic: str) -> int:
-    """Partitions of ``topic`` (0 if it does not exist): valid indexes are 0 <= p < count."""
-    info = logs.topic(topic)
-    return info.partitions if info is not None else 0
+def _partition_counter(logs: Any) -> Callable[[str], int]:
+    topic_info = logs.topic  # bound once: every OffsetCommit asks
+
+    def partition_count(topic: str) -> int:
+        """Partitions of ``topic`` (0 if it does not exist): valid indexes are 0 <= p < count."""
+        info = topic_info(topic)
+        return info.partitions if info is not None else 0
+    return partition_count
 
 
 def topic_view(logs: Any) -> Any:

@@ -59,9 +59,7 @@ class BuiltOffsetRecords(list):
 
     __slots__ = ("entries",)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries: list[OffsetCommitValue] = []
+    entries: list[OffsetCommitValue]  # set by whoever builds one (no Python __init__ per commit)
 
 
 def java_length(s: str) -> int:
@@ -85,18 +83,10 @@ class OffsetMetadataManager:
         # rest bytes -> table entry, shared by the topics of one commit (cleared when large)
         self.shared_entries: dict[bytes, OffsetCommitValue] = {}
         self.txn = PendingTxnOffsets()  # TxnOffsetCommit records waiting for their marker
-        self._last_entry: OffsetCommitValue | None = None  # see _entry
-
-    def _entry(self, metadata: str, now_ms: int, expire: int | None) -> OffsetCommitValue:
-        """The table entry of values built now with ``metadata``: the same object for the
-        commits of one millisecond (a partition whose stored entry it is keeps it: see
-        TopicOffsets.put)."""
-        last = self._last_entry
-        if last is not None and last.commit_timestamp == now_ms \
-                and last.expire_timestamp == expire and last.metadata == metadata:
-            return last
-        last = self._last_entry = built_entry(metadata, now_ms, expire)
-        return last
+        # The table entry of the values built last: the same object for the commits of one
+        # millisecond with the same metadata (a partition whose stored entry it is keeps it:
+        # see TopicOffsets.put).
+        self._last_entry: OffsetCommitValue | None = None
 
     # Replay ----------------------------------------------------------------------------------
     def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes,
@@ -194,7 +184,7 @@ class OffsetMetadataManager:
         limit = self.metadata_max_bytes
         errors: list[int] = []
         records = BuiltOffsetRecords()
-        entries = records.entries
+        records.entries = entries = []
         topic: str | None = None
         prefix = b""
         entry_md: str | None = None
@@ -214,7 +204,10 @@ class OffsetMetadataManager:
             records.append((prefix + _I32.pack(p.partition),
                             encode_offset_value(p.offset, p.leader_epoch, md, now_ms, expire)))
             if md is not entry_md:
-                entry_md, entry = md, self._entry(md, now_ms, expire)
+                entry_md, entry = md, self._last_entry
+                if entry is None or entry.commit_timestamp != now_ms \
+                        or entry.expire_timestamp != expire or entry.metadata != md:
+                    entry = self._last_entry = built_entry(md, now_ms, expire)
             entries.append(entry)
         if records and group is None:
             log.info("creating simple group %s via manual offset commit", group_id)

@@ -101,12 +101,12 @@ class DurableFuture(asyncio.Future):
 class _Batch:
     __slots__ = ("records", "waiters", "durable", "failed", "timer")
 
-    def __init__(self, timer: Hashable) -> None:
+    def __init__(self) -> None:
         self.records: list[RawRecord] = []
         self.waiters: list[_Waiter] = []
         self.durable = False
         self.failed = False
-        self.timer = timer
+        self.timer: Hashable | None = None  # key of its write-timeout timer, once armed
 
 
 class PartitionContext:
@@ -119,7 +119,9 @@ class PartitionContext:
     durable at once (a page-cache write the flush policy allows) completes its waiters in the
     flush itself, in log order behind any append not answered yet. With a flush policy that
     fsyncs, each append is one fsync in the log's writer thread for the whole batch (group
-    commit), never on the loop.
+    commit), never on the loop. A batch's write timeout runs from its first op when it lingers
+    behind an append, else from its flush in the same loop turn; a batch durable at once never
+    arms one.
     """
 
     def __init__(self, partition: int, log_: CoordinatorLog, clock: Clock,
@@ -276,17 +278,24 @@ class PartitionContext:
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
-        self._batch_seq += 1
-        batch = _Batch(("write-timeout", self, self._batch_seq))
+        batch = _Batch()
         self._open = batch
         if self._appending:
             self._flush_handle = loop.call_later(self._linger, self.flush)
+            self._arm_timeout(batch)  # it lingers: its timeout runs from now
         else:
+            # Flushed later in this loop turn: its timeout is armed then, and only if the
+            # append is not durable at once (no timer per batch of a page-cache write).
             self._flush_handle = loop.call_soon(self.flush)
+        return batch
+
+    def _arm_timeout(self, batch: _Batch) -> None:
+        """Fail the batch's waiters with TimeoutError after ``offsets.commit.timeout.ms``."""
         if self._write_timeout_ms > 0:
+            self._batch_seq += 1
+            batch.timer = ("write-timeout", self, self._batch_seq)
             self.clock.schedule(batch.timer, self._write_timeout_ms,
                                 lambda: self._timed_out(batch))
-        return batch
 
     def flush(self) -> None:
         """Append the open batch now (the log keeps appends in submission order)."""
@@ -314,6 +323,8 @@ class PartitionContext:
             batch.durable = True
             self._complete_durable()
             return
+        if batch.timer is None:
+            self._arm_timeout(batch)
         self._appending += 1
         append.add_done_callback(lambda f: self._appended(f, batch))
 
@@ -336,7 +347,8 @@ class PartitionContext:
         inflight = self._inflight
         while inflight and inflight[0].durable:
             batch = inflight.popleft()
-            self.clock.cancel(batch.timer)
+            if batch.timer is not None:
+                self.clock.cancel(batch.timer)
             for fut, response, on_durable, _on_error in batch.waiters:
                 if on_durable is not None:
                     try:
@@ -370,7 +382,8 @@ class PartitionContext:
                     sum(len(b.waiters) for b in failed))
         for b in failed:
             b.failed = True
-            self.clock.cancel(b.timer)
+            if b.timer is not None:
+                self.clock.cancel(b.timer)
             for waiter in b.waiters:
                 _fail_waiter(waiter, exc)
         if self.state is State.CLOSED:  # resigned: nothing to reload

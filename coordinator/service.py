@@ -13,7 +13,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from functools import lru_cache
+from functools import lru_cache, partial
+from operator import methodcaller
 from typing import Any, TypeVar
 
 from . import errors as E
@@ -25,7 +26,6 @@ from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
-from .result import Result
 from .runtime import CoordinatorRuntime, PartitionContext, State
 from .serving import SERVING_NODE
 from .shard import GroupCoordinatorShard
@@ -64,6 +64,13 @@ def error_code(exc: BaseException) -> int:
     if code == E.UNKNOWN_SERVER_ERROR:
         log.error("coordinator operation hit an unexpected exception: %r", exc)
     return code
+
+
+def _failed_commit(count: int, build: Callable[[list[int]], Any] | None,
+                   exc: BaseException) -> Any:
+    """What a commit of ``count`` partitions answers when its op or its append fails."""
+    codes = [error_code(exc)] * count
+    return codes if build is None else build(codes)
 
 
 class GroupCoordinator:
@@ -143,7 +150,8 @@ class GroupCoordinator:
             raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
         p = partition_for(group_id, self.num_partitions)
         ctx = self.runtime.contexts.get(p)
-        if ctx is None or self.owners.get(p) != self._serving():
+        node = SERVING_NODE.get()  # self._serving(), inlined: every group request comes here
+        if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
             raise CoordinatorError(E.NOT_COORDINATOR)
         return ctx
 
@@ -414,21 +422,13 @@ class GroupCoordinator:
                 retention_ms: int, partitions: list[CommitPartition], version: int,
                 build: Callable[[list[int]], Any] | None) -> Any:
         """The write of ``commit_offsets`` for valid partitions; its response mapped by
-        ``build`` as the op runs."""
-
-        def op(s: GroupCoordinatorShard) -> Result:
-            result = s.commit_offsets(group_id, generation, member_id, instance_id,
-                                      retention_ms, partitions, version)
-            if build is not None:  # the shard's Result is new: it carries the response now
-                result.response = build(result.response)
-            return result
-
-        def on_error(exc: BaseException) -> Any:
-            codes = [error_code(exc)] * len(partitions)
-            return codes if build is None else build(codes)
-
+        ``build`` as the op runs (the shard applies it). The op and its error mapping are
+        C-level callables (methodcaller, partial): no closure is built per commit."""
+        on_error = partial(_failed_commit, len(partitions), build)
         try:
-            response, waiter = self.context_for(group_id).write(op, on_error)
+            response, waiter = self.context_for(group_id).write(
+                methodcaller("commit_offsets", group_id, generation, member_id, instance_id,
+                             retention_ms, partitions, version, build), on_error)
         except CoordinatorError as exc:
             return on_error(exc)
         return response if waiter is None else waiter

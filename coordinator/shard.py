@@ -7,7 +7,7 @@ the offsets-retention timer. The runtime (runtime.py) runs these and owns the lo
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkette.protocol.consumer_group_records import RECORD_TYPES, decode_key, decode_value
@@ -93,16 +93,17 @@ class GroupCoordinatorShard:
             return replay_batches(self, records)
         om = self.offset_manager
         cached = om.parts_by_prefix
-        shared = om.shared()
         if type(records) is BuiltOffsetRecords:  # a commit's own records: values not decoded
+            # (each has its entry, so the shared decoded entries are not consulted)
             for (key, value), entry in zip(records, records.entries, strict=True):
                 parts = cached.get(key[:-4])
                 if parts is None:
                     self._replay_decoded(key, value)
                 else:
-                    parts.put(int.from_bytes(key[-4:], "big", signed=True), value, shared,
+                    parts.put(int.from_bytes(key[-4:], "big", signed=True), value, None,
                               entry)
             return len(records)
+        shared = om.shared()
         count = 0
         for key, value in records:
             count += 1
@@ -212,23 +213,28 @@ class GroupCoordinatorShard:
     # Offsets (writes) ------------------------------------------------------------------------
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
                        instance_id: str | None, retention_ms: int,
-                       partitions: list[CommitPartition], version: int) -> Result:
-        """Response: per-partition errors."""
+                       partitions: list[CommitPartition], version: int,
+                       build: Callable[[list[int]], Any] | None = None) -> Result:
+        """Response: per-partition errors, or ``build`` of them (the service's response
+        mapping, applied here so the op needs no wrapper)."""
+        om = self.offset_manager
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
-            return self.offset_manager.commit(
+            result = om.commit(
                 commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
                 generation, member_id, instance_id, retention_ms, partitions, version,
                 self.context.now_ms())
-        gm = self.group_manager
-        group = gm.groups.get(group_id)
-        result = self.offset_manager.commit(group, group_id, generation, member_id, instance_id,
-                                            retention_ms, partitions, version,
-                                            self.context.now_ms())
-        if result.records:
-            if group is not None:
-                gm.touch_member(group, member_id)
-            gm.events.committed(group_id, len(result.records))
+        else:
+            gm = self.group_manager
+            group = gm.groups.get(group_id)
+            result = om.commit(group, group_id, generation, member_id, instance_id,
+                               retention_ms, partitions, version, self.context.now_ms())
+            if result.records:
+                if group is not None and group.members:  # a simple group has none to touch
+                    gm.touch_member(group, member_id)
+                gm.events.committed(group_id, len(result.records))
+        if build is not None:  # the Result is new: it carries the response now
+            result.response = build(result.response)
         return result
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:

@@ -3,7 +3,7 @@ Decode, call the coordinator service, encode."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from kio.schema.errors import ErrorCode
 
@@ -25,25 +25,33 @@ Layout = tuple[tuple[str, tuple[int, ...]], ...]
 def handle_offset_commit(ctx: RequestContext, req):
     """Answers now, or with a future once the offsets are durable."""
     v = ctx.api_version
+    epochs = v >= 6  # committed_leader_epoch: v6+
     layout_items = []
     partitions = []
     for t in req.topics:  # loops, not generators: the hot path of every commit
         name = t.name
         indexes = []
         for p in t.partitions:
-            indexes.append(p.partition_index)
-            partitions.append(CommitPartition(name, p.partition_index, p.committed_offset,
-                                              getattr(p, "committed_leader_epoch", -1),
+            index = p.partition_index
+            indexes.append(index)
+            partitions.append(CommitPartition(name, index, p.committed_offset,
+                                              p.committed_leader_epoch if epochs else -1,
                                               p.committed_metadata))
         layout_items.append((name, tuple(indexes)))
-    layout = tuple(layout_items)
     # The response is built when the op runs; a durable write returns the runtime's future
     # of it, which the connection pipelines (broker/connection.py).
-    return coordinator(ctx).commit_offsets(
+    coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
+    if coord is None:
+        coord = coordinator(ctx)
+    return coord.commit_offsets(
         req.group_id, req.generation_id_or_member_epoch, req.member_id,
-        getattr(req, "group_instance_id", None),
+        req.group_instance_id if v >= 7 else None,
         ms(req.retention_time) if 2 <= v <= 4 else -1, partitions, v,
-        lambda answer: _commit_response(v, layout, tuple(answer)))
+        partial(_built_commit_response, v, tuple(layout_items)))
+
+
+def _built_commit_response(version: int, layout: Layout, codes: list[int]):
+    return _commit_response(version, layout, tuple(codes))
 
 
 @lru_cache(maxsize=1024)
