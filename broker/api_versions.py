@@ -7,7 +7,8 @@ Two encodings of the same answer: ``handle_api_versions`` returns kio response o
 connection frames them like any other response), and ``early_answer`` frames the answer by hand
 from the route table, without kio, for the listener that is up before the broker is ready
 (broker/boot.py). tests/spine/test_early_listener.py checks they agree byte for byte.
-This module imports kio only when the handler first runs.
+This module imports kio only when the handler first runs; its varints are protocol/varint.py's,
+which imports nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import re
 import struct
 from functools import cache
 from typing import TYPE_CHECKING, Any
+
+from kafkette.protocol.varint import HeaderError, encode_uvarint, read_uvarint, skip_tagged_fields
 
 from .routes import TABLE, api
 
@@ -122,43 +125,6 @@ _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
 
 
-# The few varints of an ApiVersions request and response, read and written here: the early
-# listener imports nothing of kafkette.protocol (protocol/headers.py has the general ones).
-def encode_uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """The unsigned varint at ``pos`` and the position after it; IndexError if truncated."""
-    value = shift = 0
-    while shift <= 28:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-    raise ValueError("varint too long")
-
-
-def skip_tagged_fields(buf: bytes, pos: int) -> int:
-    count, pos = read_uvarint(buf, pos)
-    if count * 2 > len(buf) - pos:  # a tag and its size take a byte each at least
-        raise ValueError(f"{count} tagged fields in {len(buf) - pos} bytes")
-    for _ in range(count):
-        _tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
-        pos += size
-        if pos > len(buf):
-            raise ValueError("truncated tagged field")
-    return pos
-
-
 def _compact_string(s: str) -> bytes:
     raw = s.encode()
     return encode_uvarint(len(raw) + 1) + raw
@@ -242,7 +208,7 @@ def early_answer(frame_: bytes, transaction_version: int) -> bytes | None:
             name, pos = _read_compact_string(frame_, pos)
             software_version, pos = _read_compact_string(frame_, pos)
             skip_tagged_fields(frame_, pos)
-        except (IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+        except (HeaderError, ValueError):  # UnicodeDecodeError is a ValueError
             return None
         if not valid_software(name, software_version):
             error = INVALID_REQUEST

@@ -9,13 +9,18 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from .varint import (  # noqa: F401 - re-exported: the header codec's varints
+    MAX_HEADER_TAGS,
+    ONE_BYTE_UVARINTS,
+    HeaderError,
+    encode_uvarint,
+    read_uvarint,
+    skip_tagged_fields,
+)
+
 _HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _I32 = struct.Struct(">i")
 _CLIENT_LEN = struct.Struct(">h")
-
-
-class HeaderError(Exception):
-    """The request header could not be parsed."""
 
 
 @dataclass(slots=True)
@@ -32,53 +37,6 @@ def peek_api(frame: bytes) -> tuple[int, int, int]:
         raise HeaderError(f"request header truncated ({len(frame)} bytes)")
     key, version, correlation_id = struct.unpack_from(">hhi", frame, 0)
     return key, version, correlation_id
-
-
-def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if pos >= len(buf):
-            raise HeaderError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise HeaderError("varint too long")
-
-
-ONE_BYTE_UVARINTS = tuple(bytes([n]) for n in range(0x80))
-
-
-def encode_uvarint(n: int) -> bytes:
-    """Unsigned varint, as in compact lengths and tagged-field counts."""
-    if 0 <= n < 0x80:
-        return ONE_BYTE_UVARINTS[n]
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-MAX_HEADER_TAGS = 10_000  # bounds the loop below: a 100 MiB header of empty tags is a freeze
-
-
-def skip_tagged_fields(buf: bytes, pos: int) -> int:
-    count, pos = read_uvarint(buf, pos)
-    if count > MAX_HEADER_TAGS or count * 2 > len(buf) - pos:
-        raise HeaderError(f"{count} tagged fields in {len(buf) - pos} bytes")
-    for _ in range(count):
-        _tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
-        pos += size
-        if pos > len(buf):
-            raise HeaderError("truncated tagged field")
-    return pos
 
 
 def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
