@@ -58,9 +58,9 @@ class RawBatches:
     def __init__(self, buffers: list[bytes]) -> None:
         self.buffers = buffers
 
-    def batches(self, consume: bool = False) -> Iterator[tuple[int, int, int, int, bytes]]:
+    def batches(self) -> Iterator[tuple[int, int, int, int, bytes]]:
         """(attributes, producer id, producer epoch, record count, batch bytes)."""
-        for attrs, pid, epoch, count, buf, pos, end in self.spans(consume):
+        for attrs, pid, epoch, count, buf, pos, end in self.spans():
             yield attrs, pid, epoch, count, buf[pos:end]
 
     def spans(self, consume: bool = False
