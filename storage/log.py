@@ -5,8 +5,9 @@ by call), the bytes go to the writer thread, and the log end offset readers see 
 watermark on a single node) advances only once the bytes are in the file and, when the flush
 policy asks for it, fsynced. A small append with nothing queued ahead of it and no fsync due is
 written straight into the page cache from the loop instead: cheaper than the thread round trip.
-With a flush policy that fsyncs, such an append is written from the loop too and only its fsync
-goes to the thread (group commit, storage/writer.py).
+An append that is due an fsync goes to the thread whole, write and fsync (group commit,
+storage/writer.py): written from the loop, it waited on the writeback and the GIL behind the
+fsyncs the thread had in flight (measured: ~100 µs wall per append vs ~16 without fsyncs).
 
 The read path is ``LogReads`` (storage/log_read.py), truncation and deletion ``LogRetention``
 (storage/log_retention.py), both base classes of ``PartitionLog``; the errors are in
@@ -86,7 +87,6 @@ class PartitionLog(LogRetention):
         self._flush_timer: asyncio.TimerHandle | None = None
         self._last_write: asyncio.Future | None = None
         self._inflight = 0  # jobs (writes, fsyncs) queued to the writer thread and not yet done
-        self._writes_queued = 0  # of which writes
         self._failed: BaseException | None = None  # a write failed: appends wait for the rollback
         self._rollback: asyncio.Future | None = None
         self.closed = False
@@ -288,26 +288,17 @@ class PartitionLog(LogRetention):
         next_after = self._next
         log_append_time = now if cfg.log_append_time else -1
         info = AppendInfo(first_offset, next_after - 1, log_append_time, self._log_start)
-        if ((self._inflight == 0 if not fsync else self._writes_queued == 0)
-                and len(pending) == 1 and pos <= _INLINE_MAX and pending[0][0].fd is not None):
-            # A small write with no write queued before it: a pwritev into the page cache costs
-            # less than the round trip to the writer thread, and keeps order trivially.
+        if (not fsync and self._inflight == 0 and len(pending) == 1 and pos <= _INLINE_MAX
+                and pending[0][0].fd is not None):
+            # A small write with nothing in flight: a pwritev into the page cache costs less
+            # than the round trip to the writer thread, and keeps order trivially (an unsynced
+            # earlier append must not become visible through it).
             s, wpos, bufs = pending[0]
             try:
                 pwritev_all(s.fd, bufs, wpos)  # type: ignore[arg-type]
             except OSError as exc:
                 self._on_error(exc)
                 raise KafkaStorageError(f"log {self.topic}-{self.partition}: {exc}") from exc
-            if fsync:
-                # Only the fsync goes to the writer thread, which syncs every file written
-                # before its drain at once (group commit); the append is acknowledged, and the
-                # high watermark moves, once that fsync is done. Without fsync, only with
-                # nothing at all in flight: an unsynced earlier append must not become visible.
-                s.dirty = False
-                self._inflight += 1
-                sync = self._writer.fsync(s, then=self._on_written(next_after, True, False))
-                self._last_write = sync
-                return info, sync
             s.dirty = True
             self._last_write = None
             self._hw = next_after
@@ -318,7 +309,6 @@ class PartitionLog(LogRetention):
             is_last = i == len(pending) - 1
             s.dirty = not fsync
             self._inflight += 1
-            self._writes_queued += 1
             fut = self._writer.write(s, wpos, bufs, fsync=fsync,
                                      then=self._on_written(next_after, fsync) if is_last
                                      else self._on_job_error)
@@ -327,15 +317,11 @@ class PartitionLog(LogRetention):
 
     def _on_job_error(self, result: Any) -> None:
         self._inflight -= 1
-        self._writes_queued -= 1
         self._on_error(result)
 
-    def _on_written(self, next_offset: int, synced: bool, write: bool = True
-                    ) -> Callable[[Any], None]:
+    def _on_written(self, next_offset: int, synced: bool) -> Callable[[Any], None]:
         def done(result: Any) -> None:
             self._inflight -= 1
-            if write:
-                self._writes_queued -= 1
             if isinstance(result, BaseException):
                 self._on_error(result)
                 return

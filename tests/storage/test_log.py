@@ -272,10 +272,11 @@ async def test_failed_write_drops_the_queued_writes_behind_it(tmp_path: Path, mo
 
 async def test_flush_per_message_acknowledges_only_after_the_fsync(tmp_path: Path,
                                                                    monkeypatch) -> None:
-    """log.flush.interval.messages=1: a small append is written on the loop and only its fsync
-    goes to the writer thread. Until that fsync is done the append is not acknowledged and its
-    records are not visible (high watermark, recovery point); appends made meanwhile are
-    written too and covered by the next fsync of the file, and acknowledged in order."""
+    """log.flush.interval.messages=1: an append goes to the writer thread, write and fsync.
+    Until that fsync is done the append is not acknowledged and its records are not visible
+    (high watermark, recovery point); appends made meanwhile wait in the queue (nothing is
+    written from the loop behind an fsync in flight), are written by the next drain and covered
+    by one fsync of the file, and acknowledged in order."""
     import threading
 
     real = os.fsync
@@ -299,8 +300,10 @@ async def test_flush_per_message_acknowledges_only_after_the_fsync(tmp_path: Pat
     await asyncio.sleep(0.05)
     assert not first.done() and not any(f.done() for f in more)
     assert plog.log_end_offset == 0 and plog.recovery_point == 0
-    # The bytes are in the file already (written on the loop), not yet acknowledged.
-    assert os.path.getsize(plog.segments[-1].path) == plog.segments[-1].size > 0
+    # The first append's bytes are in the file (written before its fsync), not yet
+    # acknowledged; the later ones are queued behind that fsync, not written from the loop.
+    assert os.path.getsize(plog.segments[-1].path) == len(_batch(2, 0))
+    assert plog.segments[-1].size == 4 * len(_batch(2, 0))
     release.set()
     infos = await asyncio.gather(first, *more)
     assert [i.base_offset for i in infos] == [0, 2, 4, 6]
@@ -310,9 +313,9 @@ async def test_flush_per_message_acknowledges_only_after_the_fsync(tmp_path: Pat
     await mgr.stop()
 
 
-async def test_failed_fsync_of_an_inline_write_is_not_acknowledged(tmp_path: Path,
-                                                                   monkeypatch) -> None:
-    """The fsync covering appends written on the loop fails (EIO): none of them is
+async def test_failed_fsync_of_appends_is_not_acknowledged(tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """The fsync covering appends fails (EIO): none of them is
     acknowledged, the log is cut back to the high watermark, and appends resume there."""
     import errno
 
