@@ -101,7 +101,13 @@ class Scrape(Figure):
         server = with_admin(ctx.target).spawn()
         try:
             self.check(server)
-            url = admin_url(server) + "/metrics"
+            try:
+                url = admin_url(server) + "/metrics"
+            except RuntimeError:
+                if ctx.target.name == "kafkette":
+                    raise
+                # an older kafkette (--baseline) that predates the admin server
+                raise NotApplicable("no admin server (admin.listener) in this version") from None
             groups = create_groups(server.bootstrap, f"scrape-{uuid.uuid4().hex[:6]}", GROUPS,
                                    SESSION_MS)
             idle = [scrape_once(url, f'"{groups[-1]}"') for _ in range(IDLE_SCRAPES)]
