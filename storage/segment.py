@@ -30,12 +30,12 @@ def segment_name(base_offset: int, suffix: str = ".log") -> str:
 
 
 class Segment:
-    __slots__ = ("base_offset", "path", "fd", "size", "last_offsets", "positions",
+    __slots__ = ("base_offset", "directory", "fd", "size", "last_offsets", "positions",
                  "max_timestamps", "created_ms", "dirty", "sealed")
 
     def __init__(self, directory: Path, base_offset: int, created_ms: int) -> None:
         self.base_offset = base_offset
-        self.path = directory / segment_name(base_offset)
+        self.directory = directory
         self.fd: int | None = None
         self.size = 0  # bytes assigned (written or queued for writing)
         self.last_offsets = array("q")
@@ -44,6 +44,12 @@ class Segment:
         self.created_ms = created_ms
         self.dirty = False  # written since the last fsync was queued
         self.sealed = False
+
+    @property
+    def path(self) -> Path:
+        """The ``.log`` file (built when asked: a restart opens a segment per partition by the
+        name it listed, and most never need the Path)."""
+        return self.directory / segment_name(self.base_offset)
 
     # File handle --------------------------------------------------------------------------------
     def open_in_thread(self) -> int:
