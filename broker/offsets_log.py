@@ -15,6 +15,7 @@ from kafkette.protocol.records import build_batch, parse_batch_header
 from kafkette.storage.segment import read_region
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"  # (services/transactions.py runs its coordinator)
 
 _KEY = itemgetter(0)
 _PLAIN = {bytes}

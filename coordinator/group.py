@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkette.protocol.consumer_protocol import ConsumerProtocolError, subscription_topics
 from kafkette.protocol.group_records import OffsetCommitValue
 
 from .errors import (
@@ -93,6 +92,9 @@ class Member:
         cached = self.topics_cache
         if cached is not None and cached[0] == data:
             return cached[1]
+        # the consumer-protocol codecs load with the first subscription parsed
+        from kafkette.protocol.consumer_protocol import subscription_topics
+
         topics = frozenset(subscription_topics(data))
         self.topics_cache = (data, topics)
         return topics
@@ -301,6 +303,8 @@ class ClassicGroup:
             return frozenset()
         if self.protocol_name is None:
             return None
+        from kafkette.protocol.consumer_protocol import ConsumerProtocolError
+
         protocol = self.protocol_name
         topics: set[str] = set()
         try:

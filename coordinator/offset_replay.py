@@ -43,9 +43,10 @@ _CONTROL = 0x20
 _MIN_BULK = 8  # smaller batches: per record
 _MAX_BULK = 8192  # offset deltas of two bytes at most
 # Offset delta columns (zigzag varints) of records 0..63 (one byte) and 64..8191 (two bytes).
-_DELTA1 = bytes(2 * i for i in range(64))
-_DELTA2_LO = bytes(((2 * i) & 0x7F) | 0x80 for i in range(_MAX_BULK))
-_DELTA2_HI = bytes((2 * i) >> 7 for i in range(_MAX_BULK))
+# (Built from ranges, not per-index generators: this is on a restart's import path.)
+_DELTA1 = bytes(range(0, 128, 2))  # 2 * i
+_DELTA2_LO = bytes(range(0x80, 0x100, 2)) * (_MAX_BULK // 64)  # ((2 * i) & 0x7F) | 0x80
+_DELTA2_HI = b"".join(bytes((j,)) * 64 for j in range(_MAX_BULK // 64))  # (2 * i) >> 7
 _SWAP = sys.byteorder == "little"  # record fields are big endian
 
 

@@ -15,13 +15,11 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import lru_cache, partial
 from operator import methodcaller
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import errors as E
 from .clock import Clock
 from .config import CoordinatorConfig
-from .consumer.describe import DescribedGroup as DescribedConsumerGroup
-from .consumer.heartbeat import HeartbeatRequest, HeartbeatResult
 from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
@@ -29,6 +27,10 @@ from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, Sync
 from .runtime import CoordinatorRuntime, PartitionContext, State
 from .serving import SERVING_NODE
 from .shard import GroupCoordinatorShard
+
+if TYPE_CHECKING:  # KIP-848 modules: imported when a consumer group first appears
+    from .consumer.describe import DescribedGroup as DescribedConsumerGroup
+    from .consumer.heartbeat import HeartbeatRequest, HeartbeatResult
 
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
@@ -538,6 +540,8 @@ def _consumer_heartbeat_failed(exc: BaseException) -> ConsumerHeartbeatAnswer:
 
 
 def _heartbeat_answer(answer: Any) -> ConsumerHeartbeatAnswer:
+    from .consumer.heartbeat import HeartbeatResult
+
     if isinstance(answer, HeartbeatResult):
         return E.NONE, None, answer
     return answer

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafkette.protocol.consumer_group_records import RECORD_TYPES, decode_key, decode_value
+from kafkette.protocol import group_records
 from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, RecordDecodeError
 
 from . import errors as E
 from . import records as R
 from .config import CoordinatorConfig
-from .consumer.describe import DescribedGroup as DescribedConsumerGroup
-from .consumer.heartbeat import HeartbeatRequest
-from .consumer_manager import ConsumerGroupManager, commit_target
 from .errors import CoordinatorError
 from .events import GroupEventLog
 from .group import GroupState
@@ -35,6 +32,11 @@ from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, Sync
 from .result import Result
 from .runtime import ShardContext
 
+if TYPE_CHECKING:
+    from .consumer.describe import DescribedGroup as DescribedConsumerGroup
+    from .consumer.heartbeat import HeartbeatRequest
+    from .consumer_manager import ConsumerGroupManager
+
 log = logging.getLogger("kafkette.coordinator")
 S = GroupState
 
@@ -49,7 +51,19 @@ class GroupCoordinatorShard:
         self.config = config
         self.group_manager = GroupMetadataManager(context, config)
         self.offset_manager = OffsetMetadataManager(partition, config.offset_metadata_max_bytes)
-        self.consumer = ConsumerGroupManager(context, config, self.group_manager)
+        # KIP-848 consumer groups: created (and their modules imported) on the first
+        # consumer-group record or request; classic and simple groups never need them
+        self.consumer: ConsumerGroupManager = _NoConsumerGroups(self)  # type: ignore[assignment]
+
+    def consumer_manager(self) -> ConsumerGroupManager:
+        """The consumer-group manager, created on first use (see ``_NoConsumerGroups``)."""
+        manager = self.consumer
+        if type(manager) is _NoConsumerGroups:
+            from .consumer_manager import ConsumerGroupManager
+
+            manager = ConsumerGroupManager(self.context, self.config, self.group_manager)
+            self.consumer = manager
+        return manager  # type: ignore[return-value]
 
     @property
     def groups(self) -> dict:
@@ -122,15 +136,21 @@ class GroupCoordinatorShard:
             self._replay_transactional(key_bytes, value)
             return
         try:
-            key = decode_key(key_bytes)
+            if key_bytes[:1] == b"\x00" and key_bytes[1:2] in _CLASSIC_TYPES:
+                key = group_records.decode_key(key_bytes)  # what consumer_group_records hands on
+            else:  # a consumer-group record type (3-8, 16), or unknown
+                from kafkette.protocol import consumer_group_records as cgr
+
+                key = cgr.decode_key(key_bytes)
+                if type(key) in cgr.RECORD_TYPES:
+                    self.consumer_manager().replay(
+                        key, cgr.decode_value(key, value))  # type: ignore[arg-type]
+                    return
             if isinstance(key, GroupMetadataKey):
-                group_value = None if value is None else decode_value(key, value)
+                group_value = None if value is None else group_records.decode_value(key, value)
                 self.group_manager.replay_group(key.group, group_value)  # type: ignore[arg-type]
                 if value is None:
                     self.offset_manager.forget_prefixes()
-                return
-            if type(key) in RECORD_TYPES:
-                self.consumer.replay(key, decode_value(key, value))  # type: ignore[arg-type]
                 return
         except RecordDecodeError as exc:
             log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition, exc)
@@ -159,7 +179,7 @@ class GroupCoordinatorShard:
         if not isinstance(key, TxnRecordKey):
             return
         try:
-            decoded = decode_key(key.key)
+            decoded = _decode_any_key(key.key)
         except RecordDecodeError as exc:
             log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition,
                         exc)
@@ -187,12 +207,13 @@ class GroupCoordinatorShard:
 
     # Consumer groups (KIP-848) ---------------------------------------------------------------
     def consumer_group_heartbeat(self, request: HeartbeatRequest) -> Result:
-        return self.consumer.heartbeat(request)
+        return self.consumer_manager().heartbeat(request)
 
     def consumer_group_describe(self, group_ids: list[str]
                                 ) -> list[tuple[str, int, str | None,
                                                 DescribedConsumerGroup | None]]:
-        return [(gid, *self.consumer.describe(gid)) for gid in group_ids]
+        consumer = self.consumer_manager()
+        return [(gid, *consumer.describe(gid)) for gid in group_ids]
 
     def sync_group(self, request: SyncRequest) -> Result:
         if request.group_id in self.consumer_groups:
@@ -220,6 +241,8 @@ class GroupCoordinatorShard:
         om = self.offset_manager
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
+            from .consumer_manager import commit_target
+
             result = om.commit(
                 commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
                 generation, member_id, instance_id, retention_ms, partitions, version,
@@ -298,6 +321,8 @@ class GroupCoordinatorShard:
         legacy = generation < 0 and not member_id and instance_id is None
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:  # KIP-848 group: the generation is the member epoch
+            from .consumer_manager import commit_target
+
             target: Any = commit_target(consumer_group, 9, is_transactional=True)
             result = self.offset_manager.commit(target, group_id, generation, member_id,
                                                 instance_id, -1, partitions, 0,
@@ -383,3 +408,38 @@ class GroupCoordinatorShard:
                      len(records), self.partition)
         self._schedule_retention_check()
         return Result(records, None)
+
+
+# Key types group_records decodes (offset commits v0/v1, group metadata): consumer_group_records
+# hands these to it, so decoding them there gives the same keys without loading that module.
+_CLASSIC_TYPES = (b"\x00", b"\x01", b"\x02")
+
+
+def _decode_any_key(data: bytes) -> Any:
+    """consumer_group_records.decode_key, importing that module only for its own record types."""
+    if data[:1] == b"\x00" and data[1:2] in _CLASSIC_TYPES:
+        return group_records.decode_key(data)
+    from kafkette.protocol import consumer_group_records as cgr
+
+    return cgr.decode_key(data)
+
+
+class _NoConsumerGroups:
+    """A shard's consumer-group manager until it has a consumer group (KIP-848): no groups, and
+    any other use creates the real ConsumerGroupManager (shard.consumer_manager()) and hands on
+    to it. Classic and simple groups, the common case, so never load the KIP-848 modules."""
+
+    __slots__ = ("groups", "_shard")
+
+    def __init__(self, shard: GroupCoordinatorShard) -> None:
+        self.groups: dict[str, Any] = {}  # stays empty: a group's first record creates the manager
+        self._shard = shard
+
+    def on_loaded(self) -> None:
+        pass  # no group, no timer to arm
+
+    def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shard.consumer_manager(), name)

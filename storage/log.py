@@ -123,8 +123,11 @@ class PartitionLog(LogRetention):
     # Recovery (runs in a thread before the log is used) ------------------------------------------
     def recover(self, *, clean_shutdown: bool = False, recovery_point: int = 0) -> None:
         """Open the segments (storage.recovery says what is validated and cut)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        names = os.listdir(self.directory)  # once: a restart opens every partition
+        try:
+            names = os.listdir(self.directory)  # once: a restart opens every partition
+        except FileNotFoundError:  # (created only then: no mkdir per partition on a restart)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            names = os.listdir(self.directory)
         for name in names:
             if name.endswith(".cleaned"):
                 os.unlink(self.directory / name)

@@ -101,17 +101,18 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
     if names is None:
         names = os.listdir(directory)
     present = set(names)
-    files: list[tuple[int, Path]] = []
+    prefix = os.path.join(directory, "")  # str paths: no pathlib work per partition
+    files: list[tuple[int, str]] = []
     for file_name in sorted(names):
         if file_name.endswith(".log") and not file_name.startswith("."):
             with contextlib.suppress(ValueError):
-                files.append((int(file_name[:-4]), directory / file_name))
+                files.append((int(file_name[:-4]), file_name))
     segments: list[Segment] = []
-    for i, (base, path) in enumerate(files):
+    for i, (base, file_name) in enumerate(files):
         next_base = files[i + 1][0] if i + 1 < len(files) else None
         unflushed = not clean_shutdown and (next_base is None or next_base > recovery_point)
         seg = Segment(directory, base, now)
-        seg.fd = os.open(path, os.O_RDWR)
+        seg.fd = os.open(prefix + file_name, os.O_RDWR)
         segments.append(seg)
         aborted: list[bytes] = []  # .txnindex entries of the ABORT markers in this segment
         valid, problem = scan_segment(seg.fd, verify=unflushed,
@@ -127,10 +128,10 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
         later = files[i + 1:]
         if unflushed:
             log.warning("%s: recovering unflushed segment %s: %s; truncating it to %d bytes and "
-                        "deleting the %d later unflushed segment(s)", name, path.name, problem,
+                        "deleting the %d later unflushed segment(s)", name, file_name, problem,
                         valid, len(later))
-            for _, later_path in later:
-                _unlink_segment(directory, later_path)
+            for later_base, _ in later:
+                _unlink_segment(directory, later_base)
             if seg.sealed:  # the active segment again: Kafka keeps no index files for that one
                 for suffix in (".index", ".timeindex"):
                     with contextlib.suppress(FileNotFoundError):
@@ -139,10 +140,10 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
             break
         if not seg.sealed:
             log.warning("%s: damaged active segment %s (%s): truncating it to %d bytes", name,
-                        path.name, problem, valid)
+                        file_name, problem, valid)
             continue
         log.warning("%s: damaged segment %s (%s): truncating it to %d bytes; offsets %d..%d are "
-                    "lost, the %d later segment(s) are kept", name, path.name, problem, valid,
+                    "lost, the %d later segment(s) are kept", name, file_name, problem, valid,
                     seg.next_offset, next_base - 1, len(later))
         offsets, times = seg.index_files(plog.config.index_interval_bytes)
         for suffix, data in ((".index", offsets), (".timeindex", times)):
@@ -170,8 +171,7 @@ def _indexer(plog: PartitionLog, seg: Segment, entries: list[bytes]
     return on_batch
 
 
-def _unlink_segment(directory: Path, log_path: Path) -> None:
-    base = int(log_path.stem)
+def _unlink_segment(directory: Path, base: int) -> None:
     for suffix in (".log", ".index", ".timeindex", txn_index.SUFFIX):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(directory / segment_name(base, suffix))

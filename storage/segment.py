@@ -9,8 +9,10 @@ written when a segment is sealed so tools that read Kafka's layout find them.
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import struct
+import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable
@@ -30,12 +32,12 @@ def segment_name(base_offset: int, suffix: str = ".log") -> str:
 
 
 class Segment:
-    __slots__ = ("base_offset", "path", "fd", "size", "last_offsets", "positions",
+    __slots__ = ("base_offset", "directory", "fd", "size", "last_offsets", "positions",
                  "max_timestamps", "created_ms", "dirty", "sealed")
 
     def __init__(self, directory: Path, base_offset: int, created_ms: int) -> None:
         self.base_offset = base_offset
-        self.path = directory / segment_name(base_offset)
+        self.directory = directory
         self.fd: int | None = None
         self.size = 0  # bytes assigned (written or queued for writing)
         self.last_offsets = array("q")
@@ -44,6 +46,12 @@ class Segment:
         self.created_ms = created_ms
         self.dirty = False  # written since the last fsync was queued
         self.sealed = False
+
+    @property
+    def path(self) -> Path:
+        """The ``.log`` file (built when asked: a restart opens a segment per partition by the
+        name it listed, and most never need the Path)."""
+        return self.directory / segment_name(self.base_offset)
 
     # File handle --------------------------------------------------------------------------------
     def open_in_thread(self) -> int:
@@ -152,12 +160,17 @@ def read_region(fd: int, position: int, size: int, *, nowait: bool = False) -> b
     if nowait:
         if _RWF_NOWAIT is None:
             return None
-        buf = bytearray(size)
         try:
-            n = os.preadv(fd, [buf], position, _RWF_NOWAIT)
+            view = memoryview(_scratch(size))[:size]
+        except OSError:  # no memory for the buffer: the caller reads in a thread
+            return None
+        try:
+            n = os.preadv(fd, [view], position, _RWF_NOWAIT)
+            return bytes(view) if n == size else None
         except OSError:  # EAGAIN (not cached), EOPNOTSUPP (file system)...
             return None
-        return bytes(buf) if n == size else None
+        finally:
+            view.release()
     data = os.pread(fd, size, position)
     while len(data) < size:  # a short read
         more = os.pread(fd, size - len(data), position + len(data))
@@ -168,3 +181,17 @@ def read_region(fd: int, position: int, size: int, *, nowait: bool = False) -> b
 
 
 _RWF_NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)
+_local = threading.local()
+
+
+def _scratch(size: int) -> mmap.mmap:
+    """This thread's page-aligned buffer of at least ``size`` bytes for ``read_region``'s
+    page-cache reads, kept for the next one (4 MiB of address space; the pages a 1 MiB
+    region touches stay resident). Reading into it, then copying out, costs less CPU than
+    reading into a new bytearray each time (the kernel copies into aligned pages faster;
+    a restart replaying 73 MB of ``__consumer_offsets`` on the event loop: ~35-40 vs
+    ~45-50 ms in read_region)."""
+    buf = getattr(_local, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = _local.buf = mmap.mmap(-1, max(size, 4 << 20))
+    return buf

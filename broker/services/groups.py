@@ -18,13 +18,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.transactions")
 
 # What starting the coordinators imports (most of coordinator/): imported in a worker thread, so
-# the event loop keeps answering the requests that need no coordinator meanwhile.
-_COORDINATOR_MODULES = ("kafkette.broker.offsets_log", "kafkette.coordinator.service",
-                        "kafkette.broker.services.transactions")
+# the event loop keeps answering the requests that need no coordinator meanwhile. The transaction
+# coordinator's modules load only when it starts (its topic exists, or a first transactional use).
+_COORDINATOR_MODULES = ("kafkette.broker.offsets_log", "kafkette.coordinator.service")
+_TRANSACTION_MODULES = ("kafkette.broker.services.transactions",)
 
 
-def _import_coordinators() -> None:
-    for name in _COORDINATOR_MODULES:
+def _import_modules(names: tuple[str, ...]) -> None:
+    for name in names:
         importlib.import_module(name)
 
 
@@ -46,9 +47,8 @@ class GroupService:
 
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
-        await asyncio.to_thread(_import_coordinators)
-        from ..offsets_log import start_coordinator
-        from .transactions import TRANSACTION_TOPIC
+        await asyncio.to_thread(_import_modules, _COORDINATOR_MODULES)
+        from ..offsets_log import TRANSACTION_TOPIC, start_coordinator
 
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock)
         if self._logs.topic(TRANSACTION_TOPIC) is not None:
@@ -62,9 +62,10 @@ class GroupService:
         return self.transactions
 
     async def _start_transactions(self) -> None:
-        from .transactions import start_transaction_coordinator
-
         try:
+            await asyncio.to_thread(_import_modules, _TRANSACTION_MODULES)  # off the loop
+            from .transactions import start_transaction_coordinator
+
             self.transactions = await start_transaction_coordinator(
                 self._logs, self._config, self._clock, lambda: self.coordinator)
         except Exception:

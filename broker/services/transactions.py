@@ -13,12 +13,12 @@ from kafkette.coordinator.transaction.shard import TxnConfig
 from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.records import parse_batch_header
 
-from ..offsets_log import OFFSETS_TOPIC, PartitionOffsetsLog, internal_topic
+from ..offsets_log import OFFSETS_TOPIC, TRANSACTION_TOPIC, PartitionOffsetsLog, internal_topic
 
 if TYPE_CHECKING:
     from kafkette.storage.topics import LogManager
 
-TRANSACTION_TOPIC = "__transaction_state"
+__all__ = ["TRANSACTION_TOPIC", "MarkerWriter", "start_transaction_coordinator"]
 
 
 class MarkerWriter:

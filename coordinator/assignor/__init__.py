@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .range import RangeAssignor
-from .spec import PartitionAssignor
 from .uniform import UniformAssignor
+
+if TYPE_CHECKING:
+    from .spec import PartitionAssignor
 
 _BY_NAME: dict[str, type] = {"uniform": UniformAssignor, "range": RangeAssignor}
 # Kafka's group.consumer.assignors takes class names; accept those too
@@ -32,6 +36,14 @@ def assignors_from_config(value: str | list[str]) -> list[PartitionAssignor]:
     if not result:
         raise ValueError("group.consumer.assignors must name at least one assignor")
     return result
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PartitionAssignor":  # spec.py only when asked (see uniform.py)
+        from .spec import PartitionAssignor
+
+        return PartitionAssignor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["DEFAULT_ASSIGNORS", "RangeAssignor", "UniformAssignor", "assignors_from_config"]

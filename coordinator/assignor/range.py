@@ -9,8 +9,10 @@ subscribers are co-partitioned. A pure function of the member list: not sticky, 
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
-from .spec import GroupAssignment, GroupSpec, TopicDescriber, partition_counts
+if TYPE_CHECKING:  # (spec.py loads with the first assignment, see uniform.py)
+    from .spec import GroupAssignment, GroupSpec, TopicDescriber
 
 
 def _order(spec: GroupSpec) -> list[str]:
@@ -24,6 +26,8 @@ class RangeAssignor:
     name = "range"
 
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
+        from .spec import partition_counts
+
         counts = partition_counts(spec, topics)
         members = _order(spec)
         result: dict[str, dict[uuid.UUID, frozenset[int]]] = {m: {} for m in members}

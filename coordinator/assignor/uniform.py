@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import heapq
 import uuid
+from typing import TYPE_CHECKING
 
-from .spec import (
-    GroupAssignment,
-    GroupSpec,
-    PartitionAssignorError,
-    TopicDescriber,
-    is_homogeneous,
-    partition_counts,
-)
+# spec.py (frozen dataclasses) loads with the first assignment: building the configured
+# assignors, which every broker start does, needs only this class.
+if TYPE_CHECKING:
+    from .spec import GroupAssignment, GroupSpec, TopicDescriber
 
 TopicPartition = tuple[uuid.UUID, int]
 
@@ -69,6 +66,8 @@ class UniformAssignor:
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
         if not spec.members:
             return {}
+        from .spec import is_homogeneous, partition_counts
+
         counts = partition_counts(spec, topics)
         member_ids = sorted(spec.members)
         retained = _retained(spec, member_ids, counts)
@@ -102,6 +101,8 @@ def _homogeneous(member_ids: list[str], counts: dict[uuid.UUID, int],
         while len(mine) < quotas[member_id]:
             mine.append(next(it))
     if next(it, None) is not None:  # cannot happen: the quotas add up to the total
+        from .spec import PartitionAssignorError
+
         raise PartitionAssignorError("Partitions were left unassigned")
     return assigned
 

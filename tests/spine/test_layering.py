@@ -96,7 +96,7 @@ def _imports_by_name() -> dict[str, tuple[str, ...]]:
     from kafkette.broker.services import groups
 
     return {"broker.registry": tuple({entry[3] for entry in routes.TABLE.values()}),
-            "broker.services.groups": groups._COORDINATOR_MODULES}
+            "broker.services.groups": groups._COORDINATOR_MODULES + groups._TRANSACTION_MODULES}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -136,3 +136,49 @@ def test_the_small_varint_table_is_the_varint_encoding():
     from kafkette.protocol.records import _SMALL_VARINTS, _varint_bytes
 
     assert tuple(_varint_bytes(n) for n in range(8192)) == _SMALL_VARINTS
+
+
+KIP848 = ("kafkette.coordinator.consumer_manager", "kafkette.coordinator.consumer.heartbeat",
+          "kafkette.coordinator.consumer.group", "kafkette.coordinator.consumer.member",
+          "kafkette.protocol.consumer_group_records", "kafkette.protocol.consumer_protocol",
+          "kio.schema.consumer_protocol_subscription")
+
+
+def test_simple_groups_load_no_consumer_group_machinery():
+    # issue 20: a restart replaying simple groups' offsets never needs KIP-848 consumer groups
+    # nor the consumer-protocol codecs; the first consumer-group record brings them in.
+    code = """
+import sys
+from kafkette.coordinator.config import CoordinatorConfig
+from kafkette.coordinator.offset_manager import CommitPartition
+from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.protocol.group_records import encode_offset_key, encode_offset_value
+
+KIP848 = KIP848_MODULES
+
+class Context:
+    def now_ms(self): return 1000
+    def schedule(self, key, delay_ms, op): pass
+    def cancel(self, key): pass
+
+def loaded():
+    return [m for m in sys.modules if any(m == k or m.startswith(k + ".") for k in KIP848)]
+
+shard = GroupCoordinatorShard(0, Context(), CoordinatorConfig())
+shard.replay_all([(encode_offset_key("g", "t", p), encode_offset_value(p, -1, "", 1, None))
+                  for p in range(3)] + [(b"\\x00\\x02\\x00\\x01h", None)])
+shard.on_loaded()
+result = shard.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 0, 7, -1, "")], 8)
+shard.replay_all(result.records)
+assert shard.fetch_offsets("g", [("t", [0, 1])])[0][1][0][1] == 7
+assert shard.list_groups(set(), set()) == [("g", "", "Empty", "classic")]
+assert shard.consumer_groups == {} and shard.describe_group("g", 5).group_id == "g"
+shard.cleanup_group_metadata()
+assert loaded() == [], loaded()
+from kafkette.protocol import consumer_group_records as cgr
+shard.replay(cgr.encode_key(cgr.ConsumerGroupMetadataKey("c")),
+             cgr.encode_value(cgr.ConsumerGroupMetadataValue(3)))
+assert list(shard.consumer_groups) == ["c"], shard.consumer_groups
+assert "kafkette.coordinator.consumer_manager" in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", f"KIP848_MODULES = {KIP848!r}\n{code}"], check=True, timeout=60)

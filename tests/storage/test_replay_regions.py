@@ -3,6 +3,7 @@ read_region from the page cache (RWF_NOWAIT) or blocking, same bytes either way.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -55,5 +56,20 @@ def test_read_region_nowait_returns_none_when_it_cannot_read_all(tmp_path: Path)
         assert read_region(fd, 90, 50, nowait=True) is None  # past the end: short
         with pytest.raises(OSError):
             read_region(fd, 90, 50)
+    finally:
+        os.close(fd)
+
+
+def test_read_region_nowait_reads_regions_past_its_buffer(tmp_path: Path) -> None:
+    # the page-cache read goes through a reused per-thread buffer, grown for a larger region
+    path = tmp_path / "big"
+    data = bytes(range(256)) * (5 << 12)  # 5 MiB
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for position, size in ((3, 100), (1, len(data) - 1), (7, 1000)):
+            got = read_region(fd, position, size, nowait=True)
+            assert got is None or got == data[position:position + size]
+            assert read_region(fd, position, size) == data[position:position + size]
     finally:
         os.close(fd)
