@@ -111,6 +111,12 @@ class ConsumerGroupManager:
         self._metadata_refreshed: dict[str, tuple[int, int]] = {}
         self._join_timers: set[tuple[str, str]] = set()  # classic members asked to rejoin
 
+    def commit_target(self, group: ConsumerGroup, api_version: int,
+                      is_transactional: bool = False) -> Any:
+        """The module's ``commit_target``, for the shard (it imports this module lazily and
+        would otherwise pay an import statement per commit)."""
+        return commit_target(group, api_version, is_transactional)
+
     @property
     def default_assignor(self) -> str:
         return self.settings.assignors[0].name

@@ -241,10 +241,8 @@ class GroupCoordinatorShard:
         om = self.offset_manager
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
-            from .consumer_manager import commit_target
-
             result = om.commit(
-                commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
+                self.consumer.commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
                 generation, member_id, instance_id, retention_ms, partitions, version,
                 self.context.now_ms())
         else:
@@ -321,9 +319,7 @@ class GroupCoordinatorShard:
         legacy = generation < 0 and not member_id and instance_id is None
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:  # KIP-848 group: the generation is the member epoch
-            from .consumer_manager import commit_target
-
-            target: Any = commit_target(consumer_group, 9, is_transactional=True)
+            target: Any = self.consumer.commit_target(consumer_group, 9, is_transactional=True)
             result = self.offset_manager.commit(target, group_id, generation, member_id,
                                                 instance_id, -1, partitions, 0,
                                                 self.context.now_ms(), validate=not legacy)
