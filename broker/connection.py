@@ -195,6 +195,10 @@ class KafkaConnection(asyncio.Protocol):
             if kind is _PLAIN:
                 if waiting:
                     self._wait(corr, api_codec, result, None)
+                elif result is self._sent_body and api_codec is self._sent_codec \
+                        and self._stats is None:
+                    # _send's memo case, inline: a steady heartbeat's answer
+                    self._out.append(_SIZE_CORR.pack(self._sent_size, corr) + self._sent_tail)
                 else:
                     self._send(corr, api_codec, result)
                 continue
@@ -301,7 +305,7 @@ class KafkaConnection(asyncio.Protocol):
             SERVING_NODE.set(self._serving_node)
         try:
             # isEnabledFor(DEBUG), its cache read inline (the cache is cleared on level changes)
-            debug = _request_log_cache.get(logging.DEBUG)
+            debug = _request_log_cache.get(_DEBUG)
             if debug is None:
                 debug = _request_log.isEnabledFor(logging.DEBUG)
             if debug and not _request_log.disabled:
@@ -384,6 +388,7 @@ class KafkaConnection(asyncio.Protocol):
 _PEEK = struct.Struct(">hhi")  # api_key, api_version, correlation_id: common to every header
 _request_log = logging.getLogger(request_log.log.name)
 _request_log_cache: dict[int, bool] = getattr(_request_log, "_cache", {})
+_DEBUG = logging.DEBUG
 
 _SIZE_CORR = struct.Struct(">ii")  # response frame size, correlation id
 _SENT_MEMO_MAX = 256  # responses framed at most this long are remembered by _send

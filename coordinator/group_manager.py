@@ -36,6 +36,9 @@ S = GroupState
 _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
     E.NONE, E.UNKNOWN_MEMBER_ID, E.COORDINATOR_NOT_AVAILABLE, E.ILLEGAL_GENERATION,
     E.REBALANCE_IN_PROGRESS, E.FENCED_INSTANCE_ID)}
+_HEARTBEAT_OK = _HEARTBEAT_RESULTS[E.NONE]
+_HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[E.REBALANCE_IN_PROGRESS]
+_DEAD, _EMPTY, _PREPARING_REBALANCE = S.DEAD, S.EMPTY, S.PREPARING_REBALANCE
 
 
 class GroupMetadataManager(ClassicJoin):
@@ -278,8 +281,10 @@ class GroupMetadataManager(ClassicJoin):
         group = self.groups.get(group_id)
         if group is None:
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
-        state = group.state  # plain comparisons: the hottest group request
-        if state is S.DEAD:
+        # The hottest group request: states and answers are module globals (an enum member
+        # looked up on its class costs ~70 ns in 3.11, a global ~10).
+        state = group.state
+        if state is _DEAD:
             return _HEARTBEAT_RESULTS[E.COORDINATOR_NOT_AVAILABLE]
         member = group.members.get(member_id) if instance_id is None else None
         if member is None:  # unknown, or static: group.validate_member says which error
@@ -290,14 +295,13 @@ class GroupMetadataManager(ClassicJoin):
             member = group.members[member_id]
         if generation != group.generation:
             return _HEARTBEAT_RESULTS[E.ILLEGAL_GENERATION]
-        if state is S.EMPTY:
+        if state is _EMPTY:
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
         # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
         session_ms = member.session_timeout_ms
         if not self.context.touch(("heartbeat", group_id, member_id), session_ms):
             self._reschedule_heartbeat_id(group_id, member_id, session_ms)
-        return _HEARTBEAT_RESULTS[
-            E.REBALANCE_IN_PROGRESS if state is S.PREPARING_REBALANCE else E.NONE]
+        return _HEARTBEAT_REBALANCING if state is _PREPARING_REBALANCE else _HEARTBEAT_OK
 
     def touch_member(self, group: ClassicGroup, member_id: str) -> None:
         """An offset commit counts as a heartbeat of a live member."""

@@ -75,6 +75,9 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
+_ACTIVE = State.ACTIVE  # for write: a global is read in ~10 ns, State.ACTIVE in ~70
+
+
 # (future answered with the response, response, on_durable hook, on_error: maps a failure to
 # the future's result; without it the future gets the exception)
 _Waiter = tuple[asyncio.Future, Any, "Callable[[], None] | None", "Callable[[BaseException], Any] | None"]
@@ -210,7 +213,7 @@ class PartitionContext:
         exception (TimeoutError after ``offsets.commit.timeout.ms``), or ``on_error(exception)``
         when given (Kafka's ``exceptionally``). CoordinatorError raised
         by the op (or by an inactive context) propagates before anything is written."""
-        if self.state is not State.ACTIVE:
+        if self.state is not _ACTIVE:
             self.check()
         try:
             result = op(self.shard)
