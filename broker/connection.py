@@ -232,7 +232,9 @@ class KafkaConnection(asyncio.Protocol):
                 if not fut.done():
                     fut.add_done_callback(self._answered)
                     break
-                if fut.cancelled() or fut.exception() is not None:
+                try:
+                    result = fut.result()
+                except BaseException:  # noqa: BLE001 - cancelled or failed: logged, closed
                     waiting.clear()
                     self._barrier = False
                     if not self._closed:
@@ -241,7 +243,6 @@ class KafkaConnection(asyncio.Protocol):
                                   exc_info=None if fut.cancelled() else fut.exception())
                         self.close(None)
                     return
-                result = fut.result()
                 if fut is self._task:
                     self._task = None
             waiting.popleft()
