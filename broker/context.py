@@ -21,6 +21,10 @@ class RequestContext:
     client_id: str | None
     client_host: str  # Java InetAddress.toString() form: "/127.0.0.1"
     services: Services
+    # (request body, what the handler derived from it): the connection hands a hot API's
+    # repeated request (byte-identical but for the correlation id) the same context and body
+    # again (connection._RequestMemo), so a handler may keep its conversion here.
+    derived: tuple[Any, Any] | None = None
 
     @property
     def config(self) -> BrokerConfig:

@@ -25,9 +25,22 @@ from .groups import AUTH_OPS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
 
 @api(68, 0, 1)
 def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
+    derived = ctx.derived
+    if derived is not None and derived[0] is req:  # a steady member's repeated heartbeat
+        request = derived[1]
+    else:
+        request = _heartbeat_request(ctx, req)
+        ctx.derived = (req, request)
+    version = ctx.api_version
+    return respond_with(coordinator(ctx).consumer_group_heartbeat(request),
+                        lambda answer: _heartbeat_response(version, answer))
+
+
+def _heartbeat_request(ctx: RequestContext, req: Any) -> HeartbeatRequest:
+    """The coordinator's form of a request (immutable, so a repeat of it may reuse it)."""
     tps = req.topic_partitions
     names = req.subscribed_topic_names
-    request = HeartbeatRequest(
+    return HeartbeatRequest(
         group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
         instance_id=req.instance_id, rack_id=req.rack_id,
         rebalance_timeout_ms=ms(req.rebalance_timeout),
@@ -39,9 +52,6 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
         api_version=ctx.api_version,
         client_id="null" if ctx.client_id is None else ctx.client_id,
         client_host=ctx.client_host)
-    version = ctx.api_version
-    return respond_with(coordinator(ctx).consumer_group_heartbeat(request),
-                        lambda answer: _heartbeat_response(version, answer))
 
 
 @cache

@@ -8,7 +8,7 @@ from_config(get)`` reads and validates them from any ``name -> str`` getter (Bro
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .defaults import DEFAULTS  # noqa: F401  (re-exported)
@@ -30,11 +30,12 @@ class ConsumerGroupConfig:
     max_size: int
     assignors: tuple[PartitionAssignor, ...]
     migration_policy: str
+    # ConsumerGroupHeartbeat/Describe answer UNSUPPORTED_VERSION when False (a field, not a
+    # property: every heartbeat reads it twice)
+    enabled: bool = field(init=False)
 
-    @property
-    def enabled(self) -> bool:
-        """ConsumerGroupHeartbeat/Describe answer UNSUPPORTED_VERSION when False."""
-        return "consumer" in self.rebalance_protocols
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "enabled", "consumer" in self.rebalance_protocols)
 
     @property
     def upgrade_enabled(self) -> bool:

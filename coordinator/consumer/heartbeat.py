@@ -125,16 +125,18 @@ def _blank(value: str | None) -> bool:
 def validate_request(request: HeartbeatRequest, assignor_names: Sequence[str]) -> None:
     """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, same order and messages."""
     invalid = _invalid
-    blank = _blank
+    blank = _blank  # called only where the value is not None (every heartbeat comes here)
     epoch = request.member_epoch
+    member_id = request.member_id
     if ((request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
-         or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and blank(request.member_id)):
+         or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH)
+            and member_id is not None and blank(member_id)):
         raise invalid("MemberId can't be empty.")
-    if blank(request.group_id):
+    if request.group_id is not None and blank(request.group_id):
         raise invalid("GroupId can't be empty.")
-    if blank(request.instance_id):
+    if request.instance_id is not None and blank(request.instance_id):
         raise invalid("InstanceId can't be empty.")
-    if blank(request.rack_id):
+    if request.rack_id is not None and blank(request.rack_id):
         raise invalid("RackId can't be empty.")
     if epoch == 0:
         if request.rebalance_timeout_ms == -1:
@@ -291,7 +293,13 @@ def _steady(group: ConsumerGroup, request: HeartbeatRequest, settings: Heartbeat
     epoch = group.assignment_epoch
     if group.group_epoch != epoch or not member.is_reconciled_to(epoch):
         return None
-    if member.with_request(
+    if request.instance_id is None and request.rack_id is None \
+            and request.rebalance_timeout_ms == -1 and request.subscribed_topic_names is None \
+            and request.subscribed_topic_regex is None and request.server_assignor is None \
+            and member.classic_member_metadata is None and request.client_id == member.client_id \
+            and request.client_host == member.client_host:
+        pass  # every field unchanged (null/-1), same client: what with_request finds, cheaper
+    elif member.with_request(
             instance_id=request.instance_id, rack_id=request.rack_id,
             rebalance_timeout_ms=request.rebalance_timeout_ms,
             subscribed_topic_names=request.subscribed_topic_names,

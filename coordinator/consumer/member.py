@@ -35,6 +35,9 @@ class MemberState(enum.IntEnum):
             return cls.UNKNOWN
 
 
+_STABLE = MemberState.STABLE  # every heartbeat compares: a global is read in ~10 ns, the member ~70
+
+
 def assignment_from_pairs(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> Assignment:
     """Merge (topic id, partitions) pairs (a topic may repeat) into an assignment."""
     merged: dict[uuid.UUID, set[int]] = {}
@@ -83,7 +86,7 @@ class ConsumerGroupMember:
         return self.classic_member_metadata is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
-        return self.state == MemberState.STABLE and self.member_epoch == target_epoch
+        return self.state == _STABLE and self.member_epoch == target_epoch
 
     @property
     def has_subscription(self) -> bool:

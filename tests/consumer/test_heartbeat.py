@@ -430,3 +430,21 @@ def test_owned_from_request_topic_partitions():
     assert HeartbeatRequest.owned_from(None) is None
     assert HeartbeatRequest.owned_from([(FOO, [1]), (FOO, [2]), (BAR, [])]) == make_assignment(
         {FOO: [1, 2]})
+
+
+@pytest.mark.parametrize("change", [{"client_id": "other"}, {"client_host": "/10.0.0.9"},
+                                    {"rack_id": "r2"}, {"rebalance_timeout_ms": 1000}])
+def test_a_steady_member_changing_one_field_is_not_a_regular_heartbeat(change):
+    # The regular heartbeat's shortcut (every field null/-1, same client) must not swallow a
+    # field that changed: the member record is written and the member shows the new value.
+    shard = Shard()
+    shard.join("m1", client_id="c", client_host="/h")
+    shard.hb("m1", 1, owned=make_assignment({FOO: range(6)}), client_id="c", client_host="/h")
+    steady = shard.hb("m1", 1, client_id="c", client_host="/h")
+    assert steady.records == [] and steady.member_epoch == 1
+    fields = {"client_id": "c", "client_host": "/h", **change}
+    changed = shard.hb("m1", 1, **fields)
+    assert kinds(changed) == ["MemberMetadata"]
+    member = shard.groups["g"].members["m1"]
+    for name, value in change.items():
+        assert getattr(member, name) == value
