@@ -124,7 +124,7 @@ def handle_heartbeat(ctx: RequestContext, req):
     error = coord.heartbeat(req.group_id, req.member_id,
                             req.group_instance_id if version >= 3 else None, req.generation_id)
     if type(error) is int:
-        response = _HEARTBEAT_OK[version] if error == 0 else _HEARTBEAT_RESPONSES.get(
+        response = _HEARTBEAT_OK.get(version) if error == 0 else _HEARTBEAT_RESPONSES.get(
             (version, error))
         return response if response is not None else _heartbeat_response(version, error)
     return respond_with(error, lambda code: _heartbeat_response(version, code))
@@ -133,7 +133,7 @@ def handle_heartbeat(ctx: RequestContext, req):
 # A handful of constant answers; reusing the object lets the connection and the codec reuse its
 # encoding. Keyed by (version, error code); the error-free ones also by version alone.
 _HEARTBEAT_RESPONSES: dict[tuple[int, int], object] = {}
-_HEARTBEAT_OK: list[object | None] = [None] * 5
+_HEARTBEAT_OK: dict[int, object] = {}
 
 
 def _heartbeat_response(version: int, error: int):
