@@ -22,7 +22,14 @@ from .classic_join import ClassicJoin, heartbeat_key
 from .config import CoordinatorConfig
 from .errors import CoordinatorError
 from .events import GroupEventLog
-from .group import ClassicGroup, GroupState, Member
+from .group import (
+    STATE_DEAD,
+    STATE_EMPTY,
+    STATE_PREPARING_REBALANCE,
+    ClassicGroup,
+    GroupState,
+    Member,
+)
 from .log import RawRecord
 from .requests import DescribedGroup, JoinResult, SyncRequest, SyncResult
 from .result import Result
@@ -38,7 +45,6 @@ _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
     E.REBALANCE_IN_PROGRESS, E.FENCED_INSTANCE_ID)}
 _HEARTBEAT_OK = _HEARTBEAT_RESULTS[E.NONE]
 _HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[E.REBALANCE_IN_PROGRESS]
-_DEAD, _EMPTY, _PREPARING_REBALANCE = S.DEAD, S.EMPTY, S.PREPARING_REBALANCE
 
 
 class GroupMetadataManager(ClassicJoin):
@@ -284,7 +290,7 @@ class GroupMetadataManager(ClassicJoin):
         # The hottest group request: states and answers are module globals (an enum member
         # looked up on its class costs ~70 ns in 3.11, a global ~10).
         state = group.state
-        if state is _DEAD:
+        if state is STATE_DEAD:
             return _HEARTBEAT_RESULTS[E.COORDINATOR_NOT_AVAILABLE]
         member = group.members.get(member_id) if instance_id is None else None
         if member is None:  # unknown, or static: group.validate_member says which error
@@ -295,13 +301,13 @@ class GroupMetadataManager(ClassicJoin):
             member = group.members[member_id]
         if generation != group.generation:
             return _HEARTBEAT_RESULTS[E.ILLEGAL_GENERATION]
-        if state is _EMPTY:
+        if state is STATE_EMPTY:
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
         # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
         session_ms = member.session_timeout_ms
         if not self.context.touch(("heartbeat", group_id, member_id), session_ms):
             self._reschedule_heartbeat_id(group_id, member_id, session_ms)
-        return _HEARTBEAT_REBALANCING if state is _PREPARING_REBALANCE else _HEARTBEAT_OK
+        return _HEARTBEAT_REBALANCING if state is STATE_PREPARING_REBALANCE else _HEARTBEAT_OK
 
     def touch_member(self, group: ClassicGroup, member_id: str) -> None:
         """An offset commit counts as a heartbeat of a live member."""

@@ -75,7 +75,8 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
-_ACTIVE = State.ACTIVE  # for write: a global is read in ~10 ns, State.ACTIVE in ~70
+# For hot paths (write, the heartbeat): a module global is read in ~10 ns, State.ACTIVE in ~70.
+STATE_ACTIVE = State.ACTIVE
 
 
 # (future answered with the response, response, on_durable hook, on_error: maps a failure to
@@ -213,7 +214,7 @@ class PartitionContext:
         exception (TimeoutError after ``offsets.commit.timeout.ms``), or ``on_error(exception)``
         when given (Kafka's ``exceptionally``). CoordinatorError raised
         by the op (or by an inactive context) propagates before anything is written."""
-        if self.state is not _ACTIVE:
+        if self.state is not STATE_ACTIVE:
             self.check()
         try:
             result = op(self.shard)

@@ -24,7 +24,7 @@ from .errors import CoordinatorError, append_error
 from .log import CoordinatorLog
 from .offset_manager import CommitPartition, FetchedTopic
 from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
-from .runtime import CoordinatorRuntime, PartitionContext, State
+from .runtime import STATE_ACTIVE, CoordinatorRuntime, PartitionContext, State
 from .serving import SERVING_NODE
 from .shard import GroupCoordinatorShard
 
@@ -56,7 +56,6 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 
 
 _HEARTBEAT_PARTITIONS_MAX = 65536
-_ACTIVE = State.ACTIVE  # a global: an enum member looked up on its class costs ~70 ns
 
 
 def error_code(exc: BaseException) -> int:
@@ -256,7 +255,7 @@ class GroupCoordinator:
             node = SERVING_NODE.get()
             if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
                 raise CoordinatorError(E.NOT_COORDINATOR)
-            if ctx.state is _ACTIVE and ctx._open is None and not ctx._inflight:  # pending()
+            if ctx.state is STATE_ACTIVE and ctx._open is None and not ctx._inflight:  # pending()
                 # The hottest group request, and an op that never writes: with nothing pending
                 # it is answered now, as ``write`` would, without the op closure.
                 try:

@@ -118,14 +118,14 @@ def _invalid(message: str) -> CoordinatorError:
     return CoordinatorError(INVALID_REQUEST, message)
 
 
-def _blank(value: str | None) -> bool:
-    return value is not None and not value.strip()
+def _blank(value: str) -> bool:
+    return not value.strip()
 
 
 def validate_request(request: HeartbeatRequest, assignor_names: Sequence[str]) -> None:
     """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, same order and messages."""
     invalid = _invalid
-    blank = _blank  # called only where the value is not None (every heartbeat comes here)
+    blank = _blank  # null fields are unchanged, not blank: tested for None first, inline
     epoch = request.member_epoch
     member_id = request.member_id
     if ((request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
