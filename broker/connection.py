@@ -30,12 +30,13 @@ from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, HeaderParser
 
-from . import request_log
+from . import request_log, request_memo
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .context import RequestContext
 from .faults import FaultRegistry
 from .registry import ROUTES
 from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
+from .routes import REPEATS
 
 if TYPE_CHECKING:
     from .services import Services
@@ -59,7 +60,7 @@ class ConnectionOwner(Protocol):
 class KafkaConnection(asyncio.Protocol):
     # _dispatch's per-connection state, made on first use (see _dispatch).
     _header: HeaderParser | None = None
-    _memos: dict[int, _RequestMemo] | None = None
+    _memos: dict[int, request_memo.RequestMemo] | None = None
     # _send's one-slot memo: the last small response object framed, and its frame from byte 8
     # (after size and correlation id) on.
     _sent_body: Any = None
@@ -261,16 +262,19 @@ class KafkaConnection(asyncio.Protocol):
             return None
         key, version, corr = _PEEK.unpack_from(frame)
         # A repeat of the last request of a hot API (a heartbeat: byte-identical but for the
-        # correlation id) reuses its decoded header, body and context (see _RequestMemo).
+        # correlation id; a commit of the same partitions: but for its offsets too) reuses its
+        # decoded header, body and context (see request_memo).
         memos = self._memos
         memo = memos.get(key) if memos is not None else None
         if memo is not None and memo.version == version and memo.size == len(frame) \
-                and frame.startswith(memo.tail, 8):
+                and frame.startswith(memo.tail, 8) \
+                and (memo.rest is None or (not (self._fault_map and key in self._fault_map)
+                                           and memo.rest_matches(frame))):
             api_codec = memo.api_codec
-            body = memo.body
             ctx = memo.ctx
             ctx.correlation_id = corr
             handler = memo.handler
+            body = memo.body if memo.rest is None else memo.values(frame)
         else:
             route = ROUTES.get(key)
             if route is None:
@@ -295,11 +299,12 @@ class KafkaConnection(asyncio.Protocol):
             ctx = RequestContext(key, version, corr, client_id, self.client_host,
                                  self.broker.services)
             handler = route.handler
-            if key in _MEMO_APIS and len(frame) <= _MEMO_MAX_FRAME:
-                if memos is None:
-                    memos = self._memos = {}
-                memos[key] = _RequestMemo(version, len(frame), frame[8:], api_codec, body, ctx,
-                                          handler)
+            if len(frame) <= request_memo.MAX_FRAME:
+                memo = self._memo_of(key, version, frame, api_codec, body, ctx, handler)
+                if memo is not None:
+                    if memos is None:
+                        memos = self._memos = {}
+                    memos[key] = memo
         if self._fault_map and key in self._fault_map:  # fault injection (broker/faults.py)
             handler = self._faults.handler_for(key, self._node_id, handler)
         if self._serving_node is not None:
@@ -318,6 +323,24 @@ class KafkaConnection(asyncio.Protocol):
             self.close(None)
             return None
         return corr, api_codec, result
+
+    @staticmethod
+    def _memo_of(key: int, version: int, frame: bytes, api_codec: Any, body: Any,
+                 ctx: RequestContext, handler: Any) -> request_memo.RequestMemo | None:
+        """The memo of a hot API's request, if it can have one (see request_memo)."""
+        if key in request_memo.IDENTICAL_APIS:
+            return request_memo.RequestMemo(version, frame, api_codec, body, ctx, handler)
+        repeat = REPEATS.get(key)
+        if repeat is None:
+            return None
+        prepared = repeat(ctx, body)
+        if prepared is None:
+            return None
+        values, runner = prepared
+        windows = request_memo.windows_of(frame, values)
+        if windows is None:
+            return None
+        return request_memo.RequestMemo(version, frame, api_codec, None, ctx, runner, windows)
 
     def _send(self, corr: int, api_codec: Any, result: Any) -> None:
         if self._stats is not None:
@@ -408,29 +431,3 @@ def _result_kind(cls: type) -> str:
             else _AWAITABLE if hasattr(cls, "__await__") else _PLAIN)
     _RESULT_KINDS[cls] = kind
     return kind
-
-
-# APIs whose requests repeat byte for byte on a connection (but for the correlation id) and whose
-# handlers keep neither the request nor its context past the answer: Heartbeat and
-# ConsumerGroupHeartbeat. Their decoded request is immutable (kio's frozen dataclasses).
-_MEMO_APIS = frozenset({12, 68})
-_MEMO_MAX_FRAME = 1024
-
-
-class _RequestMemo:
-    """The last request of one hot API on a connection: a frame equal to it from byte 8 on
-    (same header and body) with the same version decodes to the same header and body. Its
-    context is reused with the new correlation id: requests on a connection run one at a time,
-    so the previous one is answered before the context changes."""
-
-    __slots__ = ("version", "size", "tail", "api_codec", "body", "ctx", "handler")
-
-    def __init__(self, version: int, size: int, tail: bytes, api_codec: Any, body: Any,
-                 ctx: RequestContext, handler: Any) -> None:
-        self.version = version
-        self.size = size
-        self.tail = tail
-        self.api_codec = api_codec
-        self.body = body
-        self.ctx = ctx
-        self.handler = handler

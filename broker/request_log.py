@@ -27,28 +27,30 @@ def api_name(api_key: int, version: int) -> str:
         return f"api {api_key}"
 
 
-def _line(ctx: RequestContext, started: float, outcome: str = "") -> None:
+def _line(ctx: RequestContext, correlation_id: int, started: float, outcome: str = "") -> None:
     log.debug("%s v%d correlation=%d client_id=%s from %s: %.3f ms%s",
-              api_name(ctx.api_key, ctx.api_version), ctx.api_version, ctx.correlation_id,
+              api_name(ctx.api_key, ctx.api_version), ctx.api_version, correlation_id,
               ctx.client_id, ctx.client_host, (time.perf_counter() - started) * 1000, outcome)
 
 
-async def _timed(awaitable: Any, ctx: RequestContext, started: float) -> Any:
+async def _timed(awaitable: Any, ctx: RequestContext, correlation_id: int, started: float) -> Any:
     try:
         return await awaitable
     finally:
-        _line(ctx, started)
+        _line(ctx, correlation_id, started)
 
 
 def handle(handler: Callable[[RequestContext, Any], Any], ctx: RequestContext, body: Any) -> Any:
     if not log.isEnabledFor(logging.DEBUG):
         return handler(ctx, body)
     started = time.perf_counter()
+    # Read now: pipelined OffsetCommits may share one context (broker/request_memo.py).
+    corr = ctx.correlation_id
     result = handler(ctx, body)
     if isinstance(result, asyncio.Future):
-        result.add_done_callback(lambda _fut: _line(ctx, started))
+        result.add_done_callback(lambda _fut: _line(ctx, corr, started))
     elif hasattr(result, "__await__"):
-        return _timed(result, ctx, started)
+        return _timed(result, ctx, corr, started)
     else:
-        _line(ctx, started)
+        _line(ctx, corr, started)
     return result

@@ -62,6 +62,26 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
 REGISTERED: dict[int, Handler] = {}
 
 
+# api key -> (ctx, request) -> (int64 field values, runner) or None: for a request that repeats
+# but for those fields, the connection calls runner(ctx, values) instead of decoding the repeat
+# (broker/request_memo.py). Registered with ``@repeats(key)`` beside the handler.
+Repeat = Callable[["RequestContext", Any],
+                  tuple[list[int], Callable[["RequestContext", list[int]], Any]] | None]
+REPEATS: dict[int, Repeat] = {}
+
+
+def repeats(key: int):
+    def register(fn: Repeat) -> Repeat:
+        entry = TABLE.get(key)
+        if entry is None or fn.__module__ != entry[3] or key in REPEATS:
+            raise DuplicateRouteError(f"api key {key}: {fn.__module__}.{fn.__qualname__} "
+                                      "cannot register its repeats")
+        REPEATS[key] = fn
+        return fn
+
+    return register
+
+
 class DuplicateRouteError(RuntimeError):
     """Two handlers registered for the same API key."""
 

@@ -7,9 +7,11 @@ member (JoinGroup, with the KIP-394 member-id round trip where the version needs
 SyncGroup as leader); consumer-heartbeat: the connection joins a KIP-848 consumer group as its
 only member (ConsumerGroupHeartbeat with epoch 0 subscribing to the topic, then heartbeats
 acknowledging the assignment until the epoch is stable); commit: a "simple" group (generation -1,
-no member). Load: every connection keeps ``--depth`` identical requests in flight (Heartbeat,
+no member); commit-moving: the same, but each OffsetCommit carries the next offset (as a consuming
+member commits). Load: every connection keeps ``--depth`` identical requests in flight (Heartbeat,
 ConsumerGroupHeartbeat with the member id and current epoch and no changed fields, or
-OffsetCommit of one partition) and sends one more per response. A response counts only if it is byte-identical to the first one,
+OffsetCommit of one partition; in commit-moving only the offset differs) and sends one more per
+response. A response counts only if it is byte-identical to the first one,
 which was decoded and checked to carry no error. Prints one JSON line: responses/s over
 ``--seconds`` after a short ramp, the number of non-identical (failed) responses and, with
 ``--server-pid``, the broker process's CPU µs per counted response over the same window.
@@ -140,6 +142,10 @@ def consumer_heartbeat_frame(client: WireClient, group: str, topic: str) -> tupl
     raise KafkaError(f"consumer group {group}: member epoch did not settle")
 
 
+_I64 = struct.Struct(">q")
+MOVING_START = 0x10000000001  # commit-moving's first offset: 8 bytes found once in the frame
+
+
 def commit_frame(client: WireClient, group: str, topic: str, partitions: int = 1,
                  offset: int = 1, generation: int = -1, member: str = "") -> tuple[int, bytes]:
     version = client.version(OFFSET_COMMIT)
@@ -187,8 +193,14 @@ def request_when_ready(client: WireClient, api_key: int, version: int, frame: by
 class Pump(asyncio.Protocol):
     """Keeps ``depth`` copies of one request in flight; counts identical responses."""
 
-    def __init__(self, request: bytes, response: bytes, depth: int) -> None:
+    def __init__(self, request: bytes, response: bytes, depth: int,
+                 offset_at: int | None = None) -> None:
         self.request, self.response, self.depth = request, response, depth
+        # commit-moving: where the request's committed offset lies; each request commits the
+        # next one
+        self.offset_at = offset_at
+        self.template = bytearray(request)
+        self.offset = _I64.unpack_from(request, offset_at)[0] if offset_at is not None else 0
         self.size = len(response)
         self.buf = bytearray()
         self.ok = 0
@@ -197,7 +209,17 @@ class Pump(asyncio.Protocol):
 
     def connection_made(self, transport) -> None:
         self.transport = transport
-        transport.write(self.request * self.depth)
+        transport.write(self.requests(self.depth))
+
+    def requests(self, n: int) -> bytes:
+        if self.offset_at is None:
+            return self.request * n
+        out = []
+        for _ in range(n):
+            self.offset += 1
+            _I64.pack_into(self.template, self.offset_at, self.offset)
+            out.append(bytes(self.template))
+        return b"".join(out)
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
@@ -215,7 +237,7 @@ class Pump(asyncio.Protocol):
                 else:
                     self.bad += 1
         assert self.transport is not None
-        self.transport.write(self.request * n)
+        self.transport.write(self.requests(n))
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -227,12 +249,13 @@ def process_cpu_seconds(pid: int) -> float:
 
 async def drive(clients: list[WireClient], frames: list[bytes], responses: list[bytes],
                 depth: int, seconds: float, ramp: float,
-                server_pid: int | None = None) -> tuple[float, int, float | None]:
+                server_pid: int | None = None,
+                offset_at: int | None = None) -> tuple[float, int, float | None]:
     loop = asyncio.get_running_loop()
     pumps = []
     for client, frame, resp in zip(clients, frames, responses, strict=True):
         _, pump = await loop.create_connection(
-            lambda f=frame, r=resp: Pump(f, r, depth), sock=client.sock)
+            lambda f=frame, r=resp: Pump(f, r, depth, offset_at), sock=client.sock)
         pumps.append(pump)
     await asyncio.sleep(ramp)
     start_ok = sum(p.ok for p in pumps)
@@ -254,7 +277,8 @@ async def drive(clients: list[WireClient], frames: list[bytes], responses: list[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--mode", choices=["heartbeat", "consumer-heartbeat", "commit"],
+    parser.add_argument("--mode", choices=["heartbeat", "consumer-heartbeat", "commit",
+                                           "commit-moving"],
                         required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--connections", type=int, default=32)
@@ -275,8 +299,11 @@ def main() -> None:
         elif args.mode == "consumer-heartbeat":
             version, frame = consumer_heartbeat_frame(client, group, args.topic)
             api_key = CONSUMER_GROUP_HEARTBEAT
-        else:
+        elif args.mode == "commit":
             version, frame = commit_frame(client, group, args.topic)
+            api_key = OFFSET_COMMIT
+        else:
+            version, frame = commit_frame(client, group, args.topic, offset=MOVING_START)
             api_key = OFFSET_COMMIT
         response = request_when_ready(client, api_key, version, frame)
         return client, frame, len(response).to_bytes(4, "big") + response
@@ -293,8 +320,13 @@ def main() -> None:
         run = uvloop.run
     except ImportError:
         run = asyncio.run
+    offset_at = None
+    if args.mode == "commit-moving":  # the one place of the start offset's 8 bytes
+        offset_at = frames[0].index(_I64.pack(MOVING_START))
+        if any(f.count(_I64.pack(MOVING_START)) != 1 for f in frames):
+            raise KafkaError("commit-moving: the offset is not found once in the frame")
     rate, bad, cpu_us = run(drive(clients, frames, responses, args.depth, args.seconds,
-                                  args.ramp, args.server_pid))
+                                  args.ramp, args.server_pid, offset_at))
     print(json.dumps({"rate": rate, "bad": bad, "cpu_us": cpu_us}), flush=True)
 
 

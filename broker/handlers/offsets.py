@@ -4,6 +4,7 @@ Decode, call the coordinator service, encode."""
 from __future__ import annotations
 
 from functools import lru_cache, partial
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -13,7 +14,7 @@ from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
-from ..routes import api
+from ..routes import api, repeats
 from ._groups_common import ZERO, coordinator, ms
 
 # OffsetCommit ------------------------------------------------------------------------------------
@@ -21,33 +22,63 @@ from ._groups_common import ZERO, coordinator, ms
 Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
 
+class _CommitPlan:
+    """An OffsetCommit but for its committed offsets: called with the offsets (request order),
+    it commits them. A consumer's next commit of the same partitions runs on the same plan with
+    its own offsets (``_commit_repeat``, broker/request_memo.py)."""
+
+    __slots__ = ("version", "group_id", "generation", "member_id", "instance_id",
+                 "retention_ms", "partitions", "build")
+
+    def __init__(self, version: int, req: Any) -> None:
+        self.version = version
+        self.group_id = req.group_id
+        self.generation = req.generation_id_or_member_epoch
+        self.member_id = req.member_id
+        self.instance_id = req.group_instance_id if version >= 7 else None
+        self.retention_ms = ms(req.retention_time) if 2 <= version <= 4 else -1
+        epochs = version >= 6  # committed_leader_epoch: v6+
+        layout_items = []
+        partitions = []  # (topic, partition, leader epoch, metadata)
+        for t in req.topics:  # loops, not generators: the hot path of every commit
+            name = t.name
+            indexes = []
+            for p in t.partitions:
+                index = p.partition_index
+                indexes.append(index)
+                partitions.append((name, index, p.committed_leader_epoch if epochs else -1,
+                                   p.committed_metadata))
+            layout_items.append((name, tuple(indexes)))
+        self.partitions = partitions
+        # The response is built when the op runs; a durable write returns the runtime's future
+        # of it, which the connection pipelines (broker/connection.py).
+        self.build = partial(_built_commit_response, version, tuple(layout_items))
+
+    def __call__(self, ctx: RequestContext, offsets: list[int]) -> Any:
+        """Answers now, or with a future once the offsets are durable."""
+        partitions = [CommitPartition(topic, index, offset, epoch, metadata)
+                      for (topic, index, epoch, metadata), offset
+                      in zip(self.partitions, offsets, strict=True)]
+        coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
+        if coord is None:
+            coord = coordinator(ctx)
+        return coord.commit_offsets(self.group_id, self.generation, self.member_id,
+                                    self.instance_id, self.retention_ms, partitions,
+                                    self.version, self.build)
+
+
+def _committed_offsets(req: Any) -> list[int]:
+    return [p.committed_offset for t in req.topics for p in t.partitions]
+
+
 @api(8, 2, 9)
 def handle_offset_commit(ctx: RequestContext, req):
-    """Answers now, or with a future once the offsets are durable."""
-    v = ctx.api_version
-    epochs = v >= 6  # committed_leader_epoch: v6+
-    layout_items = []
-    partitions = []
-    for t in req.topics:  # loops, not generators: the hot path of every commit
-        name = t.name
-        indexes = []
-        for p in t.partitions:
-            index = p.partition_index
-            indexes.append(index)
-            partitions.append(CommitPartition(name, index, p.committed_offset,
-                                              p.committed_leader_epoch if epochs else -1,
-                                              p.committed_metadata))
-        layout_items.append((name, tuple(indexes)))
-    # The response is built when the op runs; a durable write returns the runtime's future
-    # of it, which the connection pipelines (broker/connection.py).
-    coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
-    if coord is None:
-        coord = coordinator(ctx)
-    return coord.commit_offsets(
-        req.group_id, req.generation_id_or_member_epoch, req.member_id,
-        req.group_instance_id if v >= 7 else None,
-        ms(req.retention_time) if 2 <= v <= 4 else -1, partitions, v,
-        partial(_built_commit_response, v, tuple(layout_items)))
+    return _CommitPlan(ctx.api_version, req)(ctx, _committed_offsets(req))
+
+
+@repeats(8)
+def _commit_repeat(ctx: RequestContext, req):
+    return _committed_offsets(req), _CommitPlan(ctx.api_version, req)
 
 
 def _built_commit_response(version: int, layout: Layout, codes: list[int]):

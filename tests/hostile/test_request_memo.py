@@ -1,9 +1,11 @@
 """The dispatcher's per-connection shortcuts must never answer a request from a stale decode.
 
 broker/connection.py reuses the decoded header and body of the last Heartbeat / ConsumerGroupHeartbeat
-of a connection when a frame repeats it byte for byte (but for the correlation id), and
-protocol/headers.py keeps the last client id of a connection. Frames that differ in one byte, in
-the version, or that are malformed after a good repeat must be decoded (and refused) afresh.
+of a connection when a frame repeats it byte for byte (but for the correlation id), and the plan
+of the last OffsetCommit when a frame repeats it but for its committed offsets
+(broker/request_memo.py); protocol/headers.py keeps the last client id of a connection. Frames
+that differ in one byte, in the version, or that are malformed after a good repeat must be decoded
+(and refused) afresh.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kafkette.protocol.codec import (
     response_type,
 )
 from tests.hostile.healthy import HEARTBEAT, HealthyClient
-from tests.wire import WireClient
+from tests.wire import WireClient, entity
 
 NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 0, 22, 25
 
@@ -125,3 +127,121 @@ def test_repeated_answers_are_framed_byte_for_byte(kafka_broker):
             expected = make(response_type(HEARTBEAT, version), throttle_time=timedelta(0),
                             error_code=ErrorCode(error))
             assert frame == codec(HEARTBEAT, version).encode_response(corr, expected)[4:]
+
+
+# OffsetCommit: a repeat but for its committed offsets runs on the memo's plan -----------------
+
+OFFSET_COMMIT, OFFSET_FETCH, UNKNOWN_TOPIC_OR_PARTITION = 8, 9, 3
+
+
+def _commit(version: int, corr: int, group: str, topic: str, parts: list[tuple[int, int, str]],
+            client_id: str | None = "memo") -> bytes:
+    cls = request_type(OFFSET_COMMIT, version)
+    topic_cls = entity(cls, "topics", name=topic, partitions=()).__class__
+    part = [entity(topic_cls, "partitions", partition_index=p, committed_offset=o,
+                   committed_leader_epoch=-1, committed_metadata=m) for p, o, m in parts]
+    return encode_request(OFFSET_COMMIT, version, corr, client_id, make(
+        cls, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+        group_instance_id=None, topics=(entity(cls, "topics", name=topic, partitions=tuple(part)),)))
+
+
+def _commit_answer(client: WireClient, version: int) -> tuple[int, list[int]]:
+    corr, body = decode_response(OFFSET_COMMIT, version, client.read_frame())
+    return corr, [int(p.error_code) for t in body.topics for p in t.partitions]
+
+
+def _committed(client: WireClient, group: str, topic: str, partitions: int
+               ) -> dict[int, tuple[int, str]]:
+    cls = request_type(OFFSET_FETCH, 9)
+    group_cls = entity(cls, "groups", group_id=group, member_id=None, member_epoch=-1,
+                       topics=None).__class__
+    body = client.request(OFFSET_FETCH, 9, groups=(make(group_cls, group_id=group, member_id=None,
+                                                        member_epoch=-1, topics=(entity(
+                                                            group_cls, "topics", name=topic,
+                                                            partition_indexes=tuple(
+                                                                range(partitions))),)),),
+                          require_stable=False)
+    return {p.partition_index: (int(p.committed_offset), p.metadata)
+            for t in body.groups[0].topics for p in t.partitions}
+
+
+def test_repeated_commits_take_their_own_offsets_and_fields(kafka_broker):
+    from tests.transactions.helpers import create_topic
+
+    create_topic(kafka_broker, "memo-commits", 3)
+    group, topic = "memo-commit-group", "memo-commits"
+    sent = [
+        (9, 1, [(0, 10, "a")], [0]),
+        (9, 2, [(0, 11, "a")], [0]),  # offset only: the memo's plan, offset 11
+        (9, 3, [(0, 12, "a")], [0]),
+        (9, 4, [(0, 13, "b")], [0]),  # same length, metadata differs: decoded afresh
+        (9, 5, [(0, 14, "b")], [0]),
+        (9, 6, [(1, 15, "b")], [0]),  # another partition, same length
+        (9, 7, [(7, 16, "b")], [UNKNOWN_TOPIC_OR_PARTITION]),  # no partition 7
+        (9, 8, [(1, 17, "b")], [0]),
+        (8, 9, [(1, 18, "b")], [0]),  # another version
+        (9, 10, [(0, 20, "c"), (2, 30, "c")], [0, 0]),  # two windows
+        (9, 11, [(0, 21, "c"), (2, 31, "c")], [0, 0]),
+        (9, 12, [(0, 31, "c"), (2, 21, "c")], [0, 0]),  # the offsets swapped
+        (9, 13, [(0, 40, "d"), (2, 40, "d")], [0, 0]),  # equal offsets: no memo, still right
+        (9, 14, [(0, 41, "d"), (2, 41, "d")], [0, 0]),
+        (9, 15, [(0, 2**40 + 5, "d"), (2, 42, "d")], [0, 0]),
+        (9, 16, [(0, 2**40 + 6, "d"), (2, 43, "d")], [0, 0]),  # a repeat of that one
+    ]
+    with WireClient(kafka_broker) as client:
+        # Pipelined on one connection: the commits are handled while earlier ones wait.
+        client.send_raw(b"".join(_commit(v, c, group, topic, parts) for v, c, parts, _ in sent))
+        for version, corr, _parts, errors in sent:
+            assert _commit_answer(client, version) == (corr, errors)
+        assert _committed(client, group, topic, 3) == {
+            0: (2**40 + 6, "d"), 1: (18, "b"), 2: (43, "d")}
+
+
+def test_a_fault_registered_after_a_repeat_still_applies(kafka_broker):
+    from tests.transactions.helpers import create_topic
+
+    create_topic(kafka_broker, "memo-fault", 1)
+    group, topic = "memo-fault-group", "memo-fault"
+    with WireClient(kafka_broker) as client:
+        for corr in (1, 2):
+            client.send_raw(_commit(9, corr, group, topic, [(0, corr, "")]))
+            assert _commit_answer(client, 9) == (corr, [0])
+        kafka_broker.inject("OffsetCommit", "NOT_COORDINATOR", count=1)
+        client.send_raw(_commit(9, 3, group, topic, [(0, 3, "")]))
+        assert _commit_answer(client, 9) == (3, [int(ErrorCode.not_coordinator)])
+        client.send_raw(_commit(9, 4, group, topic, [(0, 4, "")]))
+        assert _commit_answer(client, 9) == (4, [0])
+        assert _committed(client, group, topic, 1) == {0: (4, "")}
+
+
+def test_malformed_frame_after_a_memoized_commit_closes_the_connection(kafka_broker):
+    from tests.transactions.helpers import create_topic
+
+    create_topic(kafka_broker, "memo-bad", 1)
+    with WireClient(kafka_broker) as client:
+        good = _commit(9, 1, "memo-bad-group", "memo-bad", [(0, 5, "")])
+        client.send_raw(good + _commit(9, 2, "memo-bad-group", "memo-bad", [(0, 6, "")]))
+        assert _commit_answer(client, 9) == (1, [0])
+        assert _commit_answer(client, 9) == (2, [0])
+        # Same size and version; the partitions' compact array length (after the offset's
+        # window) now claims far more entries than the frame holds.
+        bad = bytearray(_commit(9, 3, "memo-bad-group", "memo-bad", [(0, 7, "")]))
+        at = bytes(bad).index(struct.pack(">q", 7)) - 4 - 1  # partition index, then the count
+        bad[at] = 0x7F
+        client.send_raw(bytes(bad))
+        assert client.is_closed_by_peer()
+
+
+def test_pipelined_repeated_commits_log_their_own_correlation_ids(kafka_broker, caplog):
+    from tests.transactions.helpers import create_topic
+
+    caplog.set_level(logging.DEBUG, logger="kafkette.requests")
+    create_topic(kafka_broker, "memo-log", 1)
+    with WireClient(kafka_broker) as client:
+        client.send_raw(b"".join(_commit(9, corr, "memo-log-group", "memo-log", [(0, corr, "")])
+                                 for corr in range(1, 7)))
+        assert [_commit_answer(client, 9) for _ in range(6)] == [(c, [0]) for c in range(1, 7)]
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "kafkette.requests" and r.getMessage().startswith("OffsetCommit v9")]
+    assert sorted(line.split(" client_id=")[0] for line in lines) == [
+        f"OffsetCommit v9 correlation={c}" for c in range(1, 7)]
