@@ -449,7 +449,10 @@ class PartitionContext:
         return self.clock.now_ms()
 
     def new_future(self) -> asyncio.Future:
-        return asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop.create_future()
 
     def op_failed(self, exc: BaseException) -> CoordinatorError:
         """An op run on the shard outside ``write`` (one that never writes, answered at once:

@@ -555,7 +555,7 @@ def _merge(codes: list[int], answers: list[int]) -> list[int]:
 
 def _then(fut: asyncio.Future, fn: Callable[[asyncio.Future], Any]) -> asyncio.Future:
     """A future of ``fn(fut)`` once ``fut`` is done."""
-    out = asyncio.get_running_loop().create_future()
+    out = fut.get_loop().create_future()  # get_running_loop costs a getpid syscall
 
     def done(f: asyncio.Future) -> None:
         try:

@@ -1,13 +1,14 @@
 """Heartbeats/s and durable commits/s under a pipelined load from a separate process.
 
-Each run starts ``python -m bench.figures.loadgen`` twice (see that module): 32 connections, one
+Each run starts ``python -m bench.figures.loadgen`` three times (see that module): 32 connections, one
 group each, 8 identical requests in flight per connection, counted for 1.5 s after a 0.3 s ramp.
 Heartbeat: each group has one joined member.
 Server CPU rows: the broker process's user + system CPU time (/proc/PID/stat) over the same
 counted window, divided by the responses counted in it (the load generator saturates a core
 first, so throughput alone hides the broker's own cost); PID is the broker's for every target. Commit: OffsetCommit of one partition to a simple
 group; kafkette answers only once the offset record is appended to ``__consumer_offsets`` under
-its flush policy. Before the runs, a probe commits one offset, kills the broker with SIGKILL as
+its flush policy. Moving commits: the same, but each OffsetCommit carries the next offset, as a
+consuming member's do (the load generator's ``commit-moving`` mode). Before the runs, a probe commits one offset, kills the broker with SIGKILL as
 soon as the commit is acknowledged and restarts it: a target that lost the commit gets a note
 saying its commits are not durable.
 """
@@ -94,8 +95,10 @@ class Load(Figure):
         heartbeat, heartbeat_cpu = loadgen(server.bootstrap, "heartbeat", ctx.state,
                                            server_pid=server.pid)
         commit, commit_cpu = loadgen(server.bootstrap, "commit", ctx.state, server_pid=server.pid)
+        moving, moving_cpu = loadgen(server.bootstrap, "commit-moving", ctx.state,
+                                     server_pid=server.pid)
         return {"heartbeat": heartbeat, "commit": commit, "heartbeat_cpu": heartbeat_cpu,
-                "commit_cpu": commit_cpu}
+                "commit_cpu": commit_cpu, "moving": moving, "moving_cpu": moving_cpu}
 
 
 FIGURES = [Load(
@@ -105,6 +108,9 @@ FIGURES = [Load(
           Row("commit", "durable commits/s (32 conns × 8 in flight)", "/s", 1,
               higher_is_better=True),
           Row("heartbeat_cpu", "server CPU per heartbeat (same load)", "µs"),
-          Row("commit_cpu", "server CPU per durable commit (same load)", "µs")),
+          Row("commit_cpu", "server CPU per durable commit (same load)", "µs"),
+          Row("moving", "durable commits/s, each with the next offset (same load)", "/s", 1,
+              higher_is_better=True),
+          Row("moving_cpu", "server CPU per durable commit, each with the next offset", "µs")),
     needs=(FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT),
 )]

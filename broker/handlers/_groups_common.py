@@ -31,7 +31,7 @@ def respond_with(answer: Any, build: Callable[[Any], Any]) -> Any:
     """``build(answer)``, or a future of it when the coordinator answers later."""
     if not isinstance(answer, asyncio.Future):
         return build(answer)
-    out = asyncio.get_running_loop().create_future()
+    out = answer.get_loop().create_future()  # get_running_loop costs a getpid syscall
 
     def done(f: asyncio.Future) -> None:
         if f.cancelled():
