@@ -16,7 +16,10 @@ LeaveGroup until all N − 1 others hold the new generation: each sends a Heartb
 the LeaveGroup is answered (repeated every 5 ms until it answers REBALANCE_IN_PROGRESS), rejoins
 with its member id, and syncs. Each run does this 5 times per size, each on a fresh group
 (emptied afterwards with one LeaveGroup for all its members): the row is the median time and the
-mean broker CPU of the 5 (CPU time is counted in 10 ms ticks). Replay (``--scaling-replay``, default 100k,1M,5M; multiples of
+mean broker CPU of the 5 (CPU time is counted in 10 ms ticks). Baseline: the same request pattern
+(N − 1 connections: one request answered at once, then two each answered once all N − 1 have
+arrived) against a uvloop server with no protocol logic (bench.figures.rebalance_floor), median
+time and mean CPU of 20 rounds: the I/O floor under the broker's own work. Replay (``--scaling-replay``, default 100k,1M,5M; multiples of
 1000): the replay figure at that many offsets (groups × 1000 partitions), each size prepared
 once per target, with its memory per committed offset.
 """
@@ -65,6 +68,7 @@ SESSION_MS = 60000
 SETTLE = 0.5
 FORM_TIMEOUT = 120.0
 REPEATS = 5  # rebalances per size and run: CPU time is read in 10 ms ticks
+FLOOR_ROUNDS = 20
 
 
 def _count(n: int) -> str:
@@ -263,6 +267,14 @@ class Rebalance(Figure):
             out[f"cpu_{n}"] = sum(cpus) / len(cpus)
         return out
 
+    def baseline(self) -> dict[str, float]:
+        from bench.figures.rebalance_floor import floor
+
+        out: dict[str, float] = {}
+        for n in self.sizes:
+            out[f"time_{n}"], out[f"cpu_{n}"] = floor(n, FLOOR_ROUNDS)
+        return out
+
 
 def figures(groups: tuple[int, ...] = GROUP_COUNTS, members: tuple[int, ...] = MEMBER_COUNTS,
             replay: tuple[int, ...] = REPLAY_OFFSETS) -> list[Figure]:
@@ -288,6 +300,7 @@ def figures(groups: tuple[int, ...] = GROUP_COUNTS, members: tuple[int, ...] = M
                     "ms", 1000),
                 Row(f"cpu_{n}", f"broker CPU during that {n}-member rebalance", "ms", 1000))),
             needs=(FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP),
+            baseline_label="uvloop server with no protocol logic, same request pattern",
             scaling=True)
         fig.sizes = members
         out.append(fig)
