@@ -305,6 +305,10 @@ class KafkaConnection(asyncio.Protocol):
                     if memos is None:
                         memos = self._memos = {}
                     memos[key] = memo
+                    if memo.rest is not None and not (self._fault_map
+                                                      and key in self._fault_map):
+                        handler = memo.handler  # the plan just made runs this request too
+                        body = memo.values(frame)
         if self._fault_map and key in self._fault_map:  # fault injection (broker/faults.py)
             handler = self._faults.handler_for(key, self._node_id, handler)
         if self._serving_node is not None:
@@ -338,8 +342,8 @@ class KafkaConnection(asyncio.Protocol):
             return None
         values, runner = prepared
         windows = request_memo.windows_of(frame, values)
-        if windows is None:
-            return None
+        if windows is None:  # the fields are not found: only an identical repeat is recognised
+            return request_memo.RequestMemo(version, frame, api_codec, body, ctx, handler)
         return request_memo.RequestMemo(version, frame, api_codec, None, ctx, runner, windows)
 
     def _send(self, corr: int, api_codec: Any, result: Any) -> None:

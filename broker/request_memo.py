@@ -16,8 +16,10 @@ Two kinds of repeat:
   context nor the values past its call: the context is the memo's, and pipelined commits share it.
 
 A windowed field is located by value: its 8 bytes must occur exactly once in the frame (from
-byte 8 on), else there is no memo (two partitions at the same offset, say) and every request
-decodes as usual.
+byte 8 on). Where one does not (two partitions at the same offset, say), the request gets an
+identical memo instead: only a byte-identical repeat skips the decode (a consumer with nothing
+new to commit), with the handler run on the memo's body, which the repeat API's handler keeps no
+more than its runner does.
 """
 
 from __future__ import annotations

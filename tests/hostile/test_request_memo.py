@@ -185,8 +185,10 @@ def test_repeated_commits_take_their_own_offsets_and_fields(kafka_broker):
         (9, 12, [(0, 31, "c"), (2, 21, "c")], [0, 0]),  # the offsets swapped
         (9, 13, [(0, 40, "d"), (2, 40, "d")], [0, 0]),  # equal offsets: no memo, still right
         (9, 14, [(0, 41, "d"), (2, 41, "d")], [0, 0]),
-        (9, 15, [(0, 2**40 + 5, "d"), (2, 42, "d")], [0, 0]),
-        (9, 16, [(0, 2**40 + 6, "d"), (2, 43, "d")], [0, 0]),  # a repeat of that one
+        (9, 15, [(0, 41, "d"), (2, 41, "d")], [0, 0]),  # byte-identical: the memo's body
+        (9, 16, [(0, 41, "d"), (2, 42, "d")], [0, 0]),  # no longer identical
+        (9, 17, [(0, 2**40 + 5, "d"), (2, 42, "d")], [0, 0]),
+        (9, 18, [(0, 2**40 + 6, "d"), (2, 43, "d")], [0, 0]),  # a repeat of that one
     ]
     with WireClient(kafka_broker) as client:
         # Pipelined on one connection: the commits are handled while earlier ones wait.
