@@ -338,11 +338,14 @@ class GroupCoordinator:
         if not self.config.consumer.enabled:
             return (E.UNSUPPORTED_VERSION, "The consumer group protocol is not enabled.", None)
         answer = self._write(request.group_id or "",
-                             lambda s: s.consumer_group_heartbeat(request),
+                             methodcaller("consumer_group_heartbeat", request),
                              _consumer_heartbeat_failed)
+        kind = type(answer)
+        if kind is tuple:  # a failure: (error, message, None)
+            return answer
         if isinstance(answer, asyncio.Future):
             return _then(answer, lambda f: _heartbeat_answer(f.result()))
-        return _heartbeat_answer(answer)
+        return E.NONE, None, answer  # a HeartbeatResult (_heartbeat_answer, inline)
 
     async def consumer_group_describe(self, group_ids: list[str]
                                       ) -> list[tuple[str, int, str | None,

@@ -7,7 +7,7 @@ Kafka 4.0 does.
 from __future__ import annotations
 
 from datetime import timedelta
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -32,8 +32,13 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
         request = _heartbeat_request(ctx, req)
         ctx.derived = (req, request)
     version = ctx.api_version
-    return respond_with(coordinator(ctx).consumer_group_heartbeat(request),
-                        lambda answer: _heartbeat_response(version, answer))
+    coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
+    if coord is None:
+        coord = coordinator(ctx)
+    answer = coord.consumer_group_heartbeat(request)
+    if type(answer) is tuple:  # answered now (respond_with's case, without a closure)
+        return _heartbeat_response(version, answer)
+    return respond_with(answer, partial(_heartbeat_response, version))
 
 
 def _heartbeat_request(ctx: RequestContext, req: Any) -> HeartbeatRequest:
