@@ -299,7 +299,7 @@ class KafkaConnection(asyncio.Protocol):
             ctx = RequestContext(key, version, corr, client_id, self.client_host,
                                  self.broker.services)
             handler = route.handler
-            if len(frame) <= request_memo.MAX_FRAME:
+            if (key in _IDENTICAL_APIS or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
                 memo = self._memo_of(key, version, frame, api_codec, body, ctx, handler)
                 if memo is not None:
                     if memos is None:
@@ -332,12 +332,9 @@ class KafkaConnection(asyncio.Protocol):
     def _memo_of(key: int, version: int, frame: bytes, api_codec: Any, body: Any,
                  ctx: RequestContext, handler: Any) -> request_memo.RequestMemo | None:
         """The memo of a hot API's request, if it can have one (see request_memo)."""
-        if key in request_memo.IDENTICAL_APIS:
+        if key in _IDENTICAL_APIS:
             return request_memo.RequestMemo(version, frame, api_codec, body, ctx, handler)
-        repeat = REPEATS.get(key)
-        if repeat is None:
-            return None
-        prepared = repeat(ctx, body)
+        prepared = REPEATS[key](ctx, body)
         if prepared is None:
             return None
         values, runner = prepared
@@ -417,6 +414,9 @@ _PEEK = struct.Struct(">hhi")  # api_key, api_version, correlation_id: common to
 _request_log = logging.getLogger(request_log.log.name)
 _request_log_cache: dict[int, bool] = getattr(_request_log, "_cache", {})
 _DEBUG = logging.DEBUG
+
+_IDENTICAL_APIS = request_memo.IDENTICAL_APIS
+_MEMO_MAX_FRAME = request_memo.MAX_FRAME
 
 _SIZE_CORR = struct.Struct(">ii")  # response frame size, correlation id
 _SENT_MEMO_MAX = 256  # responses framed at most this long are remembered by _send
