@@ -264,12 +264,13 @@ class KafkaConnection(asyncio.Protocol):
         # A repeat of the last request of a hot API (a heartbeat: byte-identical but for the
         # correlation id; a commit of the same partitions: but for its offsets too) reuses its
         # decoded header, body and context (see request_memo).
+        # A fault injected for the api needs the decoded request: no windowed repeat then.
+        faulted = self._fault_map and key in self._fault_map
         memos = self._memos
         memo = memos.get(key) if memos is not None else None
         if memo is not None and memo.version == version and memo.size == len(frame) \
                 and frame.startswith(memo.tail, 8) \
-                and (memo.rest is None or (not (self._fault_map and key in self._fault_map)
-                                           and memo.rest_matches(frame))):
+                and (memo.rest is None or (not faulted and memo.rest_matches(frame))):
             api_codec = memo.api_codec
             ctx = memo.ctx
             ctx.correlation_id = corr
@@ -301,15 +302,13 @@ class KafkaConnection(asyncio.Protocol):
             handler = route.handler
             if (key in _IDENTICAL_APIS or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
                 memo = self._memo_of(key, version, frame, api_codec, body, ctx, handler)
-                if memo is not None:
-                    if memos is None:
-                        memos = self._memos = {}
-                    memos[key] = memo
-                    if memo.rest is not None and not (self._fault_map
-                                                      and key in self._fault_map):
-                        handler = memo.handler  # the plan just made runs this request too
-                        body = memo.values(frame)
-        if self._fault_map and key in self._fault_map:  # fault injection (broker/faults.py)
+                if memos is None:
+                    memos = self._memos = {}
+                memos[key] = memo
+                if memo.rest is not None and not faulted:
+                    handler = memo.handler  # the plan just made runs this request too
+                    body = memo.values(frame)
+        if faulted:  # fault injection (broker/faults.py)
             handler = self._faults.handler_for(key, self._node_id, handler)
         if self._serving_node is not None:
             SERVING_NODE.set(self._serving_node)
@@ -330,18 +329,16 @@ class KafkaConnection(asyncio.Protocol):
 
     @staticmethod
     def _memo_of(key: int, version: int, frame: bytes, api_codec: Any, body: Any,
-                 ctx: RequestContext, handler: Any) -> request_memo.RequestMemo | None:
+                 ctx: RequestContext, handler: Any) -> request_memo.RequestMemo:
         """The memo of a hot API's request, if it can have one (see request_memo)."""
-        if key in _IDENTICAL_APIS:
-            return request_memo.RequestMemo(version, frame, api_codec, body, ctx, handler)
-        prepared = REPEATS[key](ctx, body)
-        if prepared is None:
-            return None
-        values, runner = prepared
-        windows = request_memo.windows_of(frame, values)
-        if windows is None:  # the fields are not found: only an identical repeat is recognised
-            return request_memo.RequestMemo(version, frame, api_codec, body, ctx, handler)
-        return request_memo.RequestMemo(version, frame, api_codec, None, ctx, runner, windows)
+        if key not in _IDENTICAL_APIS:
+            values, runner = REPEATS[key](ctx, body)
+            windows = request_memo.windows_of(frame, values)
+            if windows is not None:
+                return request_memo.RequestMemo(version, frame, api_codec, None, ctx, runner,
+                                                windows)
+            # the fields are not found: only an identical repeat is recognised
+        return request_memo.RequestMemo(version, frame, api_codec, body, ctx, handler)
 
     def _send(self, corr: int, api_codec: Any, result: Any) -> None:
         if self._stats is not None:

@@ -23,7 +23,7 @@ class RequestContext:
     services: Services
     # (request body, what the handler derived from it): the connection hands a hot API's
     # repeated request (byte-identical but for the correlation id) the same context and body
-    # again (connection._RequestMemo), so a handler may keep its conversion here.
+    # again (broker/request_memo.py), so a handler may keep its conversion here.
     derived: tuple[Any, Any] | None = None
 
     @property

@@ -62,11 +62,11 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
 REGISTERED: dict[int, Handler] = {}
 
 
-# api key -> (ctx, request) -> (int64 field values, runner) or None: for a request that repeats
-# but for those fields, the connection calls runner(ctx, values) instead of decoding the repeat
+# api key -> (ctx, request) -> (int64 field values, runner): for a request that repeats but for
+# those fields, the connection calls runner(ctx, values) instead of decoding the repeat
 # (broker/request_memo.py). Registered with ``@repeats(key)`` beside the handler.
 Repeat = Callable[["RequestContext", Any],
-                  tuple[list[int], Callable[["RequestContext", list[int]], Any]] | None]
+                  tuple[list[int], Callable[["RequestContext", list[int]], Any]]]
 REPEATS: dict[int, Repeat] = {}
 
 

@@ -340,12 +340,9 @@ class GroupCoordinator:
         answer = self._write(request.group_id or "",
                              methodcaller("consumer_group_heartbeat", request),
                              _consumer_heartbeat_failed)
-        kind = type(answer)
-        if kind is tuple:  # a failure: (error, message, None)
-            return answer
         if isinstance(answer, asyncio.Future):
             return _then(answer, lambda f: _heartbeat_answer(f.result()))
-        return E.NONE, None, answer  # a HeartbeatResult (_heartbeat_answer, inline)
+        return _heartbeat_answer(answer)
 
     async def consumer_group_describe(self, group_ids: list[str]
                                       ) -> list[tuple[str, int, str | None,

@@ -193,14 +193,13 @@ def request_when_ready(client: WireClient, api_key: int, version: int, frame: by
 class Pump(asyncio.Protocol):
     """Keeps ``depth`` copies of one request in flight; counts identical responses."""
 
-    def __init__(self, request: bytes, response: bytes, depth: int,
-                 offset_at: int | None = None) -> None:
+    def __init__(self, request: bytes, response: bytes, depth: int, moving: bool = False) -> None:
         self.request, self.response, self.depth = request, response, depth
-        # commit-moving: where the request's committed offset lies; each request commits the
-        # next one
-        self.offset_at = offset_at
+        # commit-moving: where this request's committed offset lies (MOVING_START, found once in
+        # every frame); each request commits the next one
+        self.offset_at = request.index(_I64.pack(MOVING_START)) if moving else None
         self.template = bytearray(request)
-        self.offset = _I64.unpack_from(request, offset_at)[0] if offset_at is not None else 0
+        self.offset = MOVING_START
         self.size = len(response)
         self.buf = bytearray()
         self.ok = 0
@@ -250,12 +249,12 @@ def process_cpu_seconds(pid: int) -> float:
 async def drive(clients: list[WireClient], frames: list[bytes], responses: list[bytes],
                 depth: int, seconds: float, ramp: float,
                 server_pid: int | None = None,
-                offset_at: int | None = None) -> tuple[float, int, float | None]:
+                moving: bool = False) -> tuple[float, int, float | None]:
     loop = asyncio.get_running_loop()
     pumps = []
     for client, frame, resp in zip(clients, frames, responses, strict=True):
         _, pump = await loop.create_connection(
-            lambda f=frame, r=resp: Pump(f, r, depth, offset_at), sock=client.sock)
+            lambda f=frame, r=resp: Pump(f, r, depth, moving), sock=client.sock)
         pumps.append(pump)
     await asyncio.sleep(ramp)
     start_ok = sum(p.ok for p in pumps)
@@ -320,13 +319,11 @@ def main() -> None:
         run = uvloop.run
     except ImportError:
         run = asyncio.run
-    offset_at = None
-    if args.mode == "commit-moving":  # the one place of the start offset's 8 bytes
-        offset_at = frames[0].index(_I64.pack(MOVING_START))
-        if any(f.count(_I64.pack(MOVING_START)) != 1 for f in frames):
-            raise KafkaError("commit-moving: the offset is not found once in the frame")
+    moving = args.mode == "commit-moving"
+    if moving and any(f.count(_I64.pack(MOVING_START)) != 1 for f in frames):
+        raise KafkaError("commit-moving: the offset is not found once in the frame")
     rate, bad, cpu_us = run(drive(clients, frames, responses, args.depth, args.seconds,
-                                  args.ramp, args.server_pid, offset_at))
+                                  args.ramp, args.server_pid, moving))
     print(json.dumps({"rate": rate, "bad": bad, "cpu_us": cpu_us}), flush=True)
 
 

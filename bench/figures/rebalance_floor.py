@@ -7,8 +7,8 @@ each answer: a request answered at once (the heartbeat that learns of the rebala
 answered only once all SIZE − 1 of its kind have arrived (JoinGroup; the first connection's answer
 is as long as a leader's member list), and another such (SyncGroup). Requests and answers are
 fixed bytes of about the sizes of kafkette's; nothing is decoded beyond the frame's size and a
-kind byte. ``floor(size, rounds)`` drives it from this process and returns the median
-(seconds, server CPU seconds) of a round.
+kind byte. ``floor(size, rounds)`` drives it from this process and returns the median seconds
+and the mean server CPU seconds of a round.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ _SIZE = struct.Struct(">i")
 MEMBER_BYTES = 80  # a leader's JoinGroup answer: about this much per member
 # (kind, request size, answer size) of the three requests of one member's round
 STEPS = ((b"H", 70, 14), (b"J", 160, 110), (b"S", 120, 40))
+_ANSWER = {kind: answer for kind, _request, answer in STEPS}
 
 
 def _serve(size: int) -> None:
@@ -50,14 +51,14 @@ def _serve(size: int) -> None:
                     return
                 kind, self.buf = self.buf[4:5], self.buf[4 + n:]
                 if kind == b"H":
-                    self.transport.write(_SIZE.pack(14) + bytes(14))
+                    self.transport.write(_SIZE.pack(_ANSWER[kind]) + bytes(_ANSWER[kind]))
                     continue
                 waiting = parked[kind]
                 waiting.append(self.transport)
                 if len(waiting) == members:
                     for i, transport in enumerate(waiting):
                         answer = (MEMBER_BYTES * members if kind == b"J" and i == 0
-                                  else 110 if kind == b"J" else 40)
+                                  else _ANSWER[kind])
                         transport.write(_SIZE.pack(answer) + bytes(answer))
                     waiting.clear()
 
@@ -92,7 +93,7 @@ async def _rounds(port: int, size: int, rounds: int, pid: int) -> list[tuple[flo
 
 
 def floor(size: int, rounds: int) -> tuple[float, float]:
-    """Median (seconds, server CPU seconds) of a round (see the module docstring)."""
+    """(median seconds, mean server CPU seconds) of a round (see the module docstring)."""
     server = subprocess.Popen([sys.executable, "-m", "bench.figures.rebalance_floor", str(size)],
                               stdout=subprocess.PIPE, text=True)
     try:

@@ -73,7 +73,8 @@ def _committed_offsets(req: Any) -> list[int]:
 
 @api(8, 2, 9)
 def handle_offset_commit(ctx: RequestContext, req):
-    return _CommitPlan(ctx.api_version, req)(ctx, _committed_offsets(req))
+    offsets, plan = _commit_repeat(ctx, req)
+    return plan(ctx, offsets)
 
 
 @repeats(8)

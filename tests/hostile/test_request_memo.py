@@ -25,6 +25,7 @@ from kafkette.protocol.codec import (
     response_type,
 )
 from tests.hostile.healthy import HEARTBEAT, HealthyClient
+from tests.transactions.helpers import create_topic
 from tests.wire import WireClient, entity
 
 NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 0, 22, 25
@@ -166,8 +167,6 @@ def _committed(client: WireClient, group: str, topic: str, partitions: int
 
 
 def test_repeated_commits_take_their_own_offsets_and_fields(kafka_broker):
-    from tests.transactions.helpers import create_topic
-
     create_topic(kafka_broker, "memo-commits", 3)
     group, topic = "memo-commit-group", "memo-commits"
     sent = [
@@ -200,8 +199,6 @@ def test_repeated_commits_take_their_own_offsets_and_fields(kafka_broker):
 
 
 def test_a_fault_registered_after_a_repeat_still_applies(kafka_broker):
-    from tests.transactions.helpers import create_topic
-
     create_topic(kafka_broker, "memo-fault", 1)
     group, topic = "memo-fault-group", "memo-fault"
     with WireClient(kafka_broker) as client:
@@ -217,8 +214,6 @@ def test_a_fault_registered_after_a_repeat_still_applies(kafka_broker):
 
 
 def test_malformed_frame_after_a_memoized_commit_closes_the_connection(kafka_broker):
-    from tests.transactions.helpers import create_topic
-
     create_topic(kafka_broker, "memo-bad", 1)
     with WireClient(kafka_broker) as client:
         good = _commit(9, 1, "memo-bad-group", "memo-bad", [(0, 5, "")])
@@ -235,8 +230,6 @@ def test_malformed_frame_after_a_memoized_commit_closes_the_connection(kafka_bro
 
 
 def test_pipelined_repeated_commits_log_their_own_correlation_ids(kafka_broker, caplog):
-    from tests.transactions.helpers import create_topic
-
     caplog.set_level(logging.DEBUG, logger="kafkette.requests")
     create_topic(kafka_broker, "memo-log", 1)
     with WireClient(kafka_broker) as client:
