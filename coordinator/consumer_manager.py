@@ -79,22 +79,6 @@ def _join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-join-timeout", group_id, member_id)
 
 
-class CommitTarget:
-    """A consumer group as OffsetMetadataManager.commit validates a group (duck-typed like
-    ClassicGroup.validate_offset_commit): member epoch instead of generation."""
-
-    def __init__(self, group: ConsumerGroup, api_version: int,
-                 is_transactional: bool = False) -> None:
-        self.group = group
-        self.api_version = api_version
-        self.is_transactional = is_transactional
-
-    def validate_offset_commit(self, member_id: str, _instance_id: str | None,
-                               member_epoch: int) -> None:
-        self.group.validate_offset_commit(member_id, member_epoch, api_version=self.api_version,
-                                          is_transactional=self.is_transactional)
-
-
 class ConsumerGroupManager:
     def __init__(self, context: ShardContext, config: CoordinatorConfig,
                  classic: GroupMetadataManager) -> None:
@@ -110,12 +94,6 @@ class ConsumerGroupManager:
         # was last computed: Kafka's metadata refresh deadline (soft state, never written)
         self._metadata_refreshed: dict[str, tuple[int, int]] = {}
         self._join_timers: set[tuple[str, str]] = set()  # classic members asked to rejoin
-
-    def commit_target(self, group: ConsumerGroup, api_version: int,
-                      is_transactional: bool = False) -> Any:
-        """The module's ``commit_target``, for the shard (it imports this module lazily and
-        would otherwise pay an import statement per commit)."""
-        return commit_target(group, api_version, is_transactional)
 
     @property
     def default_assignor(self) -> str:
@@ -153,14 +131,15 @@ class ConsumerGroupManager:
         if self.context.touch(key, delay):  # the pending timer's deadline moves (every beat)
             return
         self.context.schedule(
-            key, delay, lambda shard: shard.consumer.session_timeout_expired(group_id, member_id))
+            key, delay,
+            lambda shard: shard.consumer_manager().session_timeout_expired(group_id, member_id))
 
     def _arm_rebalance(self, group_id: str, member_id: str, member_epoch: int,
                        timeout_ms: int) -> None:
         self.context.schedule(
             _rebalance_key(group_id, member_id), max(timeout_ms, 0),
-            lambda shard: shard.consumer.rebalance_timeout_expired(group_id, member_id,
-                                                                   member_epoch))
+            lambda shard: shard.consumer_manager().rebalance_timeout_expired(
+                group_id, member_id, member_epoch))
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self.context.cancel(_session_key(group_id, member_id))
@@ -232,7 +211,7 @@ class ConsumerGroupManager:
         now = self.context.now_ms()
         delay = 0 if last is None else max(0, last + REGEX_REFRESH_INTERVAL_MS - now)
         self.context.schedule(_regex_key(group_id), delay,
-                              lambda shard: shard.consumer.refresh_regexes(group_id))
+                              lambda shard: shard.consumer_manager().refresh_regexes(group_id))
 
     def refresh_regexes(self, group_id: str) -> Result:
         group = self.groups.get(group_id)
@@ -369,7 +348,7 @@ class ConsumerGroupManager:
             self._arm_session(group_id, member_id, request.session_timeout_ms)
             self.context.schedule(
                 _sync_key(group_id, member_id), request.rebalance_timeout_ms,
-                lambda shard: shard.consumer.member_timeout_expired(
+                lambda shard: shard.consumer_manager().member_timeout_expired(
                     group_id, member_id, "no SyncGroup within the rebalance timeout"))
             answer.set_result(JoinResult(E.NONE, member_id, joined.generation, "consumer",
                                          joined.protocol_name))
@@ -406,7 +385,7 @@ class ConsumerGroupManager:
             self._join_timers.add((group_id, member_id))
             self.context.schedule(
                 _join_key(group_id, member_id), max(member.rebalance_timeout_ms, 0),
-                lambda shard: shard.consumer.member_timeout_expired(
+                lambda shard: shard.consumer_manager().member_timeout_expired(
                     group_id, member_id, "did not rejoin within the rebalance timeout"))
         return Result((), code)
 
@@ -478,6 +457,3 @@ class ConsumerGroupManager:
         self.context.cancel(_regex_key(group_id))
         return encode_records(group.tombstones())
 
-
-def commit_target(group: ConsumerGroup, api_version: int, is_transactional: bool = False) -> Any:
-    return CommitTarget(group, api_version, is_transactional)

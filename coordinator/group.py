@@ -325,9 +325,10 @@ class ClassicGroup:
         return topic in self.subscribed_topics
 
     # Offsets ---------------------------------------------------------------------------------
-    def validate_offset_commit(self, member_id: str, instance_id: str | None,
-                               generation: int) -> None:
-        """Kafka's ClassicGroup.validateOffsetCommit: CoordinatorError if refused."""
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int,
+                               is_transactional: bool, api_version: int) -> None:
+        """Kafka's ClassicGroup.validateOffsetCommit: CoordinatorError if refused (the API
+        version and whether the commit is transactional do not matter to a classic group)."""
         state = self.state  # compared inline, not with is_in: every commit comes here
         if state is STATE_DEAD:
             raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)

@@ -1,9 +1,12 @@
 """Committed offsets of one shard (Kafka's OffsetMetadataManager): commit, fetch, delete,
 expire, and the replay of offset records.
 
-Offsets are held per (group, topic) in a compact TopicOffsets (offset_store.py). Offset keys
-whose prefix (version, group, topic) was seen before take a fast path that decodes no name
-(``parts_by_prefix``); replay of whole record batches is in offset_replay.py.
+Offsets are held per (group, topic) in a compact TopicOffsets (offset_store.py). How they are
+laid out is this module's business alone: the shard hands every record to ``replay_records``,
+which stores offset records whose key prefix (version, group, topic) was seen before without
+decoding a name (``parts_by_prefix``), replays whole record batches in bulk (offset_replay.py)
+and gives every other record back to the shard's dispatch. A commit stores its own records as
+it builds them (its Result says so: nothing to replay).
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import logging
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
+from kafkette.protocol import group_records
 from kafkette.protocol.group_records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -23,8 +28,8 @@ from kafkette.protocol.group_records import (
 from . import errors as E
 from . import records as R
 from .errors import CoordinatorError
-from .group import ClassicGroup, GroupState
 from .log import RawRecord
+from .offset_replay import RawBatches, replay_batches
 from .offset_store import (
     MIN_LENGTH_BY_VERSION,
     NOT_AN_OFFSET,
@@ -32,12 +37,36 @@ from .offset_store import (
     built_entry,
     plausible_offset_value,
 )
+from .requests import OffsetCommitRequest
 from .result import Result
 from .txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger("kafkette.coordinator")
-S = GroupState
 _I32 = struct.Struct(">i")
+
+
+class Group(Protocol):
+    """What offsets need of a group (Kafka's Group interface, its offset half): a classic
+    group (group.py ClassicGroup) and a consumer group (consumer/group.py ConsumerGroup) both
+    are one."""
+
+    group_id: str
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None,
+                               generation: int, is_transactional: bool,
+                               api_version: int) -> None:
+        """CoordinatorError if the member may not commit (``generation``: the classic
+        generation id or the consumer member epoch)."""
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Offsets of a subscribed topic are neither deleted (OffsetDelete) nor expired."""
+
+    def offset_expiration_base(self) -> Callable[[OffsetCommitValue], int] | None:
+        """From when an offset's retention counts; None while offsets cannot expire."""
+
+
+# What a record the offset manager does not store goes to: the shard's dispatch by type.
+ReplayOther = Callable[[Any, "bytes | None"], None]
 
 
 @dataclass(slots=True)
@@ -53,21 +82,12 @@ class CommitPartition:
 FetchedTopic = tuple[str, list[tuple[int, int, int, str, int]]]
 
 
-class BuiltOffsetRecords(list):
-    """The offset records (key, value) a commit built, with the table entry of each value
-    (``entries``, same order): replaying them (shard.replay_all) decodes no value."""
-
-    __slots__ = ("entries",)
-
-    entries: list[OffsetCommitValue]  # set by whoever builds one (no Python __init__ per commit)
-
-
 def java_length(s: str) -> int:
     """Java String.length(): UTF-16 code units."""
     return len(s.encode("utf-16-le")) // 2
 
 
-__all__ = ["MIN_LENGTH_BY_VERSION", "NOT_AN_OFFSET", "CommitPartition", "FetchedTopic",
+__all__ = ["MIN_LENGTH_BY_VERSION", "NOT_AN_OFFSET", "CommitPartition", "FetchedTopic", "Group",
            "OffsetMetadataManager", "plausible_offset_value"]
 
 
@@ -89,6 +109,67 @@ class OffsetMetadataManager:
         self._last_entry: OffsetCommitValue | None = None
 
     # Replay ----------------------------------------------------------------------------------
+    def replay_records(self, records: Iterable[RawRecord] | RawBatches,
+                       replay_other: ReplayOther) -> int:
+        """Apply records in log order (load and live writes alike); returns how many.
+
+        An offset record whose key prefix (version, group, topic) was seen before only stores
+        its value: loading a large log decodes each group and topic name once. A log read's
+        RawBatches go to offset_replay.py (whole batches of commits in bulk). Every other
+        record goes to ``replay_other(key, value)``, the shard's dispatch by record type,
+        which gives offset records back to ``replay_commit``/``replay_tombstone``."""
+        if type(records) is RawBatches:
+            return replay_batches(self, records, replay_other)
+        cached = self.parts_by_prefix
+        shared = self.shared()
+        count = 0
+        for key, value in records:
+            count += 1
+            if value is not None and type(key) is bytes:
+                parts = cached.get(key[:-4])
+                if parts is not None:
+                    if not parts.put(int.from_bytes(key[-4:], "big", signed=True), value,
+                                     shared):
+                        self.skip_undecodable(key)
+                    continue
+            replay_other(key, value)
+        return count
+
+    def _store_built(self, records: list[tuple[bytes, bytes]],
+                     entries: list[OffsetCommitValue]) -> None:
+        """Store the offset records a commit built (``entries``: the table entry of each
+        value, same order: no value is decoded)."""
+        cached = self.parts_by_prefix
+        for (key, value), entry in zip(records, entries, strict=True):
+            parts = cached.get(key[:-4])
+            if parts is not None:
+                parts.put(int.from_bytes(key[-4:], "big", signed=True), value, None, entry)
+                continue
+            # First sight of the (group, topic), or a transaction open under it: stored as
+            # replay stores it (an OffsetCommitKey, v0/v1: decoded without the KIP-848 module).
+            offset_key = group_records.decode_key(key)
+            assert isinstance(offset_key, OffsetCommitKey)
+            self.replay_commit(offset_key, key, value)
+
+    def replay_txn_offset(self, producer_id: int, producer_epoch: int, key: OffsetCommitKey,
+                          key_bytes: bytes, value: bytes | None) -> None:
+        """A transactional offset record: pending until its transaction's marker; its
+        (group, topic) leaves the replay fast path meanwhile."""
+        prefix = self.txn.add(producer_id, producer_epoch, key, key_bytes, value)
+        if prefix is not None:
+            self.parts_by_prefix.pop(prefix, None)
+
+    def end_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> list[str]:
+        """A transaction's marker: COMMIT materialises its pending offsets as plain commits,
+        ABORT drops them (Kafka's replayEndTransactionMarker). Returns the groups committed
+        into (the shard creates a simple group for each that has none)."""
+        groups: list[str] = []
+        for okey, key_bytes, data in self.txn.end(producer_id, producer_epoch):
+            if commit:
+                groups.append(okey.group)
+                self.replay_commit(okey, key_bytes, data, materialised=True)
+        return groups
+
     def replay_commit(self, key: OffsetCommitKey, key_bytes: bytes, value: bytes,
                       materialised: bool = False) -> None:
         """A plain offset record, or (``materialised``) a transactional one its COMMIT marker
@@ -163,28 +244,34 @@ class OffsetMetadataManager:
         return out
 
     # Writes ----------------------------------------------------------------------------------
-    def commit(self, group: ClassicGroup | None, group_id: str, generation: int, member_id: str,
-               instance_id: str | None, retention_ms: int, partitions: list[CommitPartition],
-               version: int, now_ms: int, validate: bool = True) -> Result:
-        """Offset records (replayed by the runtime: that creates a simple group) and the
-        per-partition errors. A group is validated by the group itself (``validate`` False:
-        a transactional commit of an old client, without member and generation)."""
+    def commit(self, group: Group | None, request: OffsetCommitRequest,
+               partitions: list[CommitPartition], now_ms: int, validate: bool = True,
+               store: bool = True) -> Result:
+        """Offset records and the per-partition errors. A group is validated by the group
+        itself (``validate`` False: a transactional commit of an old client, without member
+        and generation); no group: a simple group the caller creates once records are written.
+        ``store``: the records are stored now (the Result says replay=False); a transactional
+        commit's are not (they wait for their marker)."""
         try:
             if not validate:
                 pass
             elif group is None:
-                if generation >= 0:
+                if request.generation >= 0:
                     raise CoordinatorError(
-                        E.GROUP_ID_NOT_FOUND if version >= 9 else E.ILLEGAL_GENERATION)
+                        E.GROUP_ID_NOT_FOUND if request.version >= 9 else E.ILLEGAL_GENERATION)
             else:
-                group.validate_offset_commit(member_id, instance_id, generation)
+                group.validate_offset_commit(request.member_id, request.instance_id,
+                                             request.generation, request.is_transactional,
+                                             request.version)
         except CoordinatorError as exc:
             return Result((), [exc.code] * len(partitions))
+        group_id = request.group_id
+        retention_ms = request.retention_ms
         expire = None if retention_ms == -1 else now_ms + retention_ms
         limit = self.metadata_max_bytes
         errors: list[int] = []
-        records = BuiltOffsetRecords()
-        records.entries = entries = []
+        records: list[tuple[bytes, bytes]] = []
+        entries: list[OffsetCommitValue] = []
         topic: str | None = None
         prefix = b""
         entry_md: str | None = None
@@ -209,11 +296,16 @@ class OffsetMetadataManager:
                         or entry.expire_timestamp != expire or entry.metadata != md:
                     entry = self._last_entry = built_entry(md, now_ms, expire)
             entries.append(entry)
-        if records and group is None:
+        if not records:
+            return Result((), errors)
+        if group is None:
             log.info("creating simple group %s via manual offset commit", group_id)
+        if store:
+            self._store_built(records, entries)
+            return Result(records, errors, replay=False)
         return Result(records, errors)
 
-    def delete(self, group: ClassicGroup, topics: list[tuple[str, list[int]]]
+    def delete(self, group: Group, topics: list[tuple[str, list[int]]]
                ) -> tuple[list[RawRecord], list[tuple[str, list[tuple[int, int]]]]]:
         """OffsetDelete: tombstones and per-partition errors (group already validated)."""
         stored = self.offsets.get(group.group_id, {})
@@ -255,7 +347,7 @@ class OffsetMetadataManager:
                     records.extend(R.offset_tombstone(group_id, topic, p)
                                    for p in parts if p in gone)
 
-    def expire(self, group: ClassicGroup, now_ms: int, retention_ms: int,
+    def expire(self, group: Group, now_ms: int, retention_ms: int,
                records: list[RawRecord]) -> bool:
         """Tombstones for the group's expired offsets; True if none is left afterwards and no
         transactional commit of the group is pending (Kafka keeps a group with open

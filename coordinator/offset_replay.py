@@ -1,5 +1,5 @@
-"""Replay of ``__consumer_offsets`` as whole record batches (issue 20: one pass, no per-record
-objects for offset commits).
+"""Replay of ``__consumer_offsets`` as whole record batches (one pass, no per-record objects for
+offset commits): the bulk half of ``OffsetMetadataManager.replay_records``.
 
 A log read yields ``RawBatches``: buffers of whole v2 batches. Control batches become TxnMarker
 and transactional batches TxnRecordKey records, replayed one by one as before. A plain batch
@@ -9,7 +9,7 @@ headers), is checked byte for byte against its first record with a few strided s
 comparisons and stored in bulk with ``struct.iter_unpack``: no key, value or tuple object per
 record in Python. Any other batch (other layouts, several groups or topics, tombstones, group
 records, open transactions on the topic, values that fail the plausibility check, compressed
-or not) takes the per-record path, ``GroupCoordinatorShard.replay_all``.
+or not) takes the per-record path, ``OffsetMetadataManager.replay_records``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 from kafkette.protocol.control_records import COMMIT, control_type
+from kafkette.protocol.group_records import OffsetCommitValue
 from kafkette.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -32,10 +33,21 @@ from kafkette.protocol.records import (
 )
 
 from .log import TxnMarker, TxnRecordKey
-from .offset_store import MIN_LENGTH_BY_VERSION, NOT_AN_OFFSET, REST_START
+from .offset_store import MIN_LENGTH_BY_VERSION, NOT_AN_OFFSET, REST_START, TopicOffsets
 
-# The shard (coordinator/shard.py, which imports this module): offset_manager and replay_all.
-GroupCoordinatorShard = Any
+# Where records the offset manager does not store go (the shard's dispatch by record type).
+ReplayOther = Callable[[Any, "bytes | None"], None]
+
+
+class OffsetMetadataManager(Protocol):
+    """What bulk replay uses of the offset manager (offset_manager.py, which imports this
+    module): its prefix cache and shared table entries, and its per-record replay."""
+
+    parts_by_prefix: dict[bytes, TopicOffsets]
+
+    def shared(self) -> dict[bytes, OffsetCommitValue]: ...
+
+    def replay_records(self, records: Any, replay_other: ReplayOther) -> int: ...
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _TRANSACTIONAL = 0x10
@@ -104,28 +116,32 @@ class RawBatches:
         return sum(1 for _ in self)
 
 
-def replay_batches(shard: GroupCoordinatorShard, chunk: RawBatches) -> int:
+def replay_batches(offsets: OffsetMetadataManager, chunk: RawBatches,
+                   replay_other: ReplayOther) -> int:
     """Apply every batch of ``chunk`` in log order (consuming it); returns how many
     records."""
     count = 0
+    replay_records = offsets.replay_records
     for attrs, pid, epoch, n, buf, start, end in chunk.spans(consume=True):
         if _MIN_BULK <= n <= _MAX_BULK and not attrs & (_CONTROL | _TRANSACTIONAL) and \
-                _bulk(shard, buf, start, end, attrs & 0x07, n):
+                _bulk(offsets, replay_other, buf, start, end, attrs & 0x07, n):
             count += n
             continue
         batch = buf[start:end]
         if attrs & _CONTROL:
             kind = control_type(batch)
             if kind >= 0:
-                count += shard.replay_all(((TxnMarker(pid, epoch, kind == COMMIT), None),))
+                replay_other(TxnMarker(pid, epoch, kind == COMMIT), None)
+                count += 1
         elif attrs & _TRANSACTIONAL:
-            count += shard.replay_all([(TxnRecordKey(pid, epoch, k), v)
-                                       for k, v in key_values(batch) if k is not None])
+            count += replay_records([(TxnRecordKey(pid, epoch, k), v)
+                                     for k, v in key_values(batch) if k is not None],
+                                    replay_other)
         else:
             records = None if attrs & 0x07 else _plain_records(batch, n)
             if records is None:
                 records = [kv for kv in key_values(batch) if kv[0] is not None]
-            count += shard.replay_all(records)
+            count += replay_records(records, replay_other)
     return count
 
 
@@ -290,8 +306,8 @@ def _same_prefix(data: bytes, start: int, rec: tuple[int, int, int, int, int, in
     return good
 
 
-def _bulk(shard: GroupCoordinatorShard, buf: bytes, first_byte: int, last_byte: int,
-          codec: int, n: int) -> bool:
+def _bulk(om: OffsetMetadataManager, replay_other: ReplayOther, buf: bytes, first_byte: int,
+          last_byte: int, codec: int, n: int) -> bool:
     """Replay the plain batch of ``n`` records at ``buf[first_byte:last_byte]`` in bulk;
     False (nothing applied) if it does not have the layout."""
     if codec:
@@ -326,7 +342,6 @@ def _bulk(shard: GroupCoordinatorShard, buf: bytes, first_byte: int, last_byte: 
         return False
     if pos != end:
         return False
-    om = shard.offset_manager
     cached = om.parts_by_prefix
     for key, value, head, p0, parts, offsets, epochs in plan:
         prefix = key[:-4]
@@ -336,12 +351,12 @@ def _bulk(shard: GroupCoordinatorShard, buf: bytes, first_byte: int, last_byte: 
             continue
         topic = cached.get(prefix)
         if topic is None:  # first sight of (group, topic): its first record sets it up
-            shard.replay_all(((key, value),))
+            om.replay_records(((key, value),), replay_other)
             topic = cached.get(prefix)
             if topic is None:  # open transactions, an undecodable key...: per record
-                shard.replay_all(_records(prefix, value[:2], value[head:], head == 14,
-                                          _parts(p0, parts, len(offsets)), offsets,
-                                          epochs)[1:])
+                om.replay_records(_records(prefix, value[:2], value[head:], head == 14,
+                                           _parts(p0, parts, len(offsets)), offsets,
+                                           epochs)[1:], replay_other)
                 continue
         meta = topic.meta_index(value[:2] + value[head:], om.shared())
         if p0 is not None and topic.set_run(p0, offsets, epochs, meta):

@@ -1,5 +1,5 @@
-"""Request and answer values of the classic group APIs, as the coordinator service and the group
-manager exchange them (decoded from / encoded to kio by the broker's handlers)."""
+"""Request and answer values of the classic group and offset APIs, as the coordinator service, the
+shard and its managers exchange them (decoded from / encoded to kio by the broker's handlers)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,21 @@ class SyncRequest:
     protocol_type: str | None
     protocol_name: str | None
     assignments: dict[str, bytes]
+
+
+@dataclass(slots=True)
+class OffsetCommitRequest:
+    """An OffsetCommit (or TxnOffsetCommit) but for the offsets it commits: who commits into
+    which group. The offsets travel beside it (``CommitPartition`` per partition, request
+    order): a consumer's next commit of the same partitions reuses this value."""
+
+    group_id: str
+    generation: int  # the classic generation id, or a consumer group member's epoch
+    member_id: str
+    instance_id: str | None
+    retention_ms: int = -1  # OffsetCommit v2-4's retention_time; -1: the broker's
+    version: int = 9  # the OffsetCommit version (TxnOffsetCommit: 0, see is_transactional)
+    is_transactional: bool = False
 
 
 @dataclass(slots=True)

@@ -204,34 +204,75 @@ class PartitionContext:
         raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
 
     # Writes ----------------------------------------------------------------------------------
-    def write(self, op: WriteOp, on_error: Callable[[BaseException], Any] | None = None
+    def write(self, op: Callable[..., Result], *args: Any,
+              on_error: Callable[[BaseException], Any] | None = None,
+              map_response: Callable[[Any], Any] | None = None
               ) -> tuple[Any, asyncio.Future | None]:
-        """Run ``op`` on the shard and queue its records.
+        """Run ``op(shard, *args)`` and queue its records.
 
         Returns ``(response, None)`` when the op can be answered now (no records and nothing
         pending), else ``(response, future)``: the future gets the response once the records (or,
         for an op without records, every write before it) are durable, or the append's
         exception (TimeoutError after ``offsets.commit.timeout.ms``), or ``on_error(exception)``
-        when given (Kafka's ``exceptionally``). CoordinatorError raised
-        by the op (or by an inactive context) propagates before anything is written."""
+        when given (Kafka's ``exceptionally``). ``map_response`` turns the op's response into
+        what is returned and what the future gets (a request's answer: the state machine
+        returns codes, the caller says what they become); it runs once, when the op runs, so
+        the future completes with the mapped answer in the same step as durability.
+        CoordinatorError raised by the op (or by an inactive context) propagates before
+        anything is written."""
         if self.state is not STATE_ACTIVE:
             self.check()
         try:
-            result = op(self.shard)
+            result = op(self.shard, *args)
         except CoordinatorError:
             raise
         except Exception as exc:
-            # A bug: the op may have changed the shard half-way, so it is reloaded.
-            log.exception("__consumer_offsets-%d: a write op failed", self.partition)
-            self._fail(None, exc)
-            raise CoordinatorError(E.UNKNOWN_SERVER_ERROR) from exc
+            raise self._op_failed(exc) from exc
+        response = result.response if map_response is None else map_response(result.response)
+        return response, self._enqueue(result, response, on_error)
+
+    def answer(self, op: Callable[..., Result], *args: Any,
+               on_error: Callable[[BaseException], Any] | None = None,
+               map_response: Callable[[Any], Any] | None = None) -> Any:
+        """``write`` as one value: the (mapped) response when it can be given now, else the
+        DurableFuture of it. What the request paths call: a request that writes nothing while
+        nothing is pending (a steady heartbeat) costs one op call and no future.
+
+        Its first lines are ``write``'s, inline (see the hot-path plan in service.py)."""
+        if self.state is not STATE_ACTIVE:
+            self.check()
+        try:
+            result = op(self.shard, *args)
+        except CoordinatorError:
+            raise
+        except Exception as exc:
+            raise self._op_failed(exc) from exc
+        response = result.response if map_response is None else map_response(result.response)
+        if not result.records and self._open is None and not self._inflight:  # not pending()
+            if result.on_durable is not None:
+                result.on_durable()
+            return response
+        fut = self._enqueue(result, response, on_error)
+        return response if fut is None else fut
+
+    def _op_failed(self, exc: BaseException) -> CoordinatorError:
+        """An op raised a bug: it may have changed the shard half-way, so the shard is
+        reloaded; the op answers the returned error."""
+        log.error("__consumer_offsets-%d: a write op failed", self.partition, exc_info=exc)
+        self._fail(None, exc)
+        return CoordinatorError(E.UNKNOWN_SERVER_ERROR)
+
+    def _enqueue(self, result: Result, response: Any,
+                 on_error: Callable[[BaseException], Any] | None) -> DurableFuture | None:
+        """Replay and batch the records of an op that ran; None if it is answered now (no
+        records, nothing pending), else the future of ``response``."""
         records = result.records
         if not records:
             batch = self._open or (self._inflight[-1] if self._inflight else None)
             if batch is None:
                 if result.on_durable is not None:
                     result.on_durable()
-                return result.response, None
+                return None
         else:
             if result.replay:
                 try:
@@ -249,10 +290,10 @@ class PartitionContext:
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
         fut = DurableFuture(loop=loop)
-        batch.waiters.append((fut, result.response, result.on_durable, on_error))
+        batch.waiters.append((fut, response, result.on_durable, on_error))
         if len(batch.records) >= MAX_BATCH_RECORDS and batch is self._open:
             self.flush()
-        return result.response, fut
+        return fut
 
     async def read(self, op: Callable[[Any], T]) -> T:
         """Run ``op`` on the shard once every write issued before is durable (a barrier, brief
@@ -453,14 +494,6 @@ class PartitionContext:
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
         return loop.create_future()
-
-    def op_failed(self, exc: BaseException) -> CoordinatorError:
-        """An op run on the shard outside ``write`` (one that never writes, answered at once:
-        a heartbeat) raised a bug: the shard is reloaded, as ``write`` does; the op answers
-        the returned error."""
-        log.error("__consumer_offsets-%d: an op failed", self.partition, exc_info=exc)
-        self._fail(None, exc)
-        return CoordinatorError(E.UNKNOWN_SERVER_ERROR)
 
     def _fire(self, epoch: int, op: WriteOp) -> None:
         if epoch != self.epoch or self.state is not State.ACTIVE:

@@ -1,13 +1,18 @@
 """The group coordinator shard of one ``__consumer_offsets`` partition (Kafka's
 GroupCoordinatorShard): one method per request kind returning a Result (writes) or a value
-(reads), ``replay`` dispatching records to the group and offset managers, load/unload hooks and
-the offsets-retention timer. The runtime (runtime.py) runs these and owns the log.
+(reads), ``replay`` dispatching records by type to the group and offset managers, load/unload
+hooks and the offsets-retention timer. The runtime (runtime.py) runs these and owns the log;
+the service calls the request methods by reference (``GroupCoordinatorShard.heartbeat``...).
+
+Groups are reached one way each: classic groups in ``group_manager.groups``, consumer groups
+(KIP-848) in ``consumer_groups``; the consumer-group manager through ``consumer_manager()``,
+which creates it (and imports its modules) on first use.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kafkette.protocol import group_records
@@ -21,19 +26,22 @@ from .events import GroupEventLog
 from .group import GroupState
 from .group_manager import GroupMetadataManager
 from .log import RawRecord, TxnMarker, TxnRecordKey
-from .offset_manager import (
-    BuiltOffsetRecords,
-    CommitPartition,
-    FetchedTopic,
-    OffsetMetadataManager,
+from .offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
+from .offset_replay import RawBatches
+from .requests import (
+    DescribedGroup,
+    JoinRequest,
+    JoinResult,
+    OffsetCommitRequest,
+    SyncRequest,
+    SyncResult,
 )
-from .offset_replay import RawBatches, replay_batches
-from .requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .result import Result
 from .runtime import ShardContext
 
 if TYPE_CHECKING:
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
+    from .consumer.group import ConsumerGroup
     from .consumer.heartbeat import HeartbeatRequest
     from .consumer_manager import ConsumerGroupManager
 
@@ -51,19 +59,22 @@ class GroupCoordinatorShard:
         self.config = config
         self.group_manager = GroupMetadataManager(context, config)
         self.offset_manager = OffsetMetadataManager(partition, config.offset_metadata_max_bytes)
-        # KIP-848 consumer groups: created (and their modules imported) on the first
-        # consumer-group record or request; classic and simple groups never need them
-        self.consumer: ConsumerGroupManager = _NoConsumerGroups(self)  # type: ignore[assignment]
+        # KIP-848 consumer groups: the manager is created (and its modules imported) on the
+        # first consumer-group record or request; classic and simple groups never need it
+        self.consumer: ConsumerGroupManager | None = None
+        # group id -> consumer group: the manager's (this empty one until there is a manager)
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
 
     def consumer_manager(self) -> ConsumerGroupManager:
-        """The consumer-group manager, created on first use (see ``_NoConsumerGroups``)."""
+        """The consumer-group manager, created on first use."""
         manager = self.consumer
-        if type(manager) is _NoConsumerGroups:
+        if manager is None:
             from .consumer_manager import ConsumerGroupManager
 
             manager = ConsumerGroupManager(self.context, self.config, self.group_manager)
             self.consumer = manager
-        return manager  # type: ignore[return-value]
+            self.consumer_groups = manager.groups
+        return manager
 
     @property
     def groups(self) -> dict:
@@ -78,14 +89,11 @@ class GroupCoordinatorShard:
         return ("offsets-expiration", self.partition)
 
     # Lifecycle -------------------------------------------------------------------------------
-    @property
-    def consumer_groups(self) -> dict:
-        return self.consumer.groups
-
     def on_loaded(self) -> None:
         self.events.loaded()
         self.group_manager.on_loaded()
-        self.consumer.on_loaded()
+        if self.consumer is not None:
+            self.consumer.on_loaded()
         self._schedule_retention_check()
 
     def on_unloaded(self, error: int) -> None:
@@ -93,88 +101,56 @@ class GroupCoordinatorShard:
         self.group_manager.on_unloaded(error)
 
     # Replay ----------------------------------------------------------------------------------
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        """Apply one ``__consumer_offsets`` record (value None: a tombstone)."""
-        self.replay_all(((key, value),))
+    def replay_all(self, records: Iterable[RawRecord] | RawBatches) -> int:
+        """Apply records in log order (load and live writes alike); returns how many. The
+        offset manager stores the offset records it knows the layout of and hands every
+        other record to ``replay``."""
+        return self.offset_manager.replay_records(records, self.replay)
 
-    def replay_all(self, records: Iterable[RawRecord]) -> int:
-        """Apply records in log order (load and live writes alike); returns how many.
-
-        An offset record whose key prefix (version, group, topic) was seen before only stores
-        its value: loading a large log decodes each group and topic name once. A log read's
-        RawBatches go to offset_replay.py (whole batches of commits in bulk)."""
-        if type(records) is RawBatches:
-            return replay_batches(self, records)
-        om = self.offset_manager
-        cached = om.parts_by_prefix
-        if type(records) is BuiltOffsetRecords:  # a commit's own records: values not decoded
-            # (each has its entry, so the shared decoded entries are not consulted)
-            for (key, value), entry in zip(records, records.entries, strict=True):
-                parts = cached.get(key[:-4])
-                if parts is None:
-                    self._replay_decoded(key, value)
-                else:
-                    parts.put(int.from_bytes(key[-4:], "big", signed=True), value, None,
-                              entry)
-            return len(records)
-        shared = om.shared()
-        count = 0
-        for key, value in records:
-            count += 1
-            if value is not None:
-                parts = cached.get(key[:-4])
-                if parts is not None:
-                    if not parts.put(int.from_bytes(key[-4:], "big", signed=True), value,
-                                     shared):
-                        om.skip_undecodable(key)
-                    continue
-            self._replay_decoded(key, value)
-        return count
-
-    def _replay_decoded(self, key_bytes: bytes, value: bytes | None) -> None:
-        if type(key_bytes) is not bytes:  # TxnRecordKey / TxnMarker (coordinator/log.py)
-            self._replay_transactional(key_bytes, value)
+    def replay(self, key: Any, value: bytes | None) -> None:
+        """Apply one ``__consumer_offsets`` record (value None: a tombstone), by record type
+        (Kafka's GroupCoordinatorShard.replay)."""
+        if type(key) is not bytes:  # TxnRecordKey / TxnMarker (coordinator/log.py)
+            self._replay_transactional(key, value)
             return
         try:
-            if key_bytes[:1] == b"\x00" and key_bytes[1:2] in _CLASSIC_TYPES:
-                key = group_records.decode_key(key_bytes)  # what consumer_group_records hands on
+            if key[:1] == b"\x00" and key[1:2] in _CLASSIC_TYPES:
+                decoded = group_records.decode_key(key)  # what consumer_group_records hands on
             else:  # a consumer-group record type (3-8, 16), or unknown
                 from kafkette.protocol import consumer_group_records as cgr
 
-                key = cgr.decode_key(key_bytes)
-                if type(key) in cgr.RECORD_TYPES:
+                decoded = cgr.decode_key(key)
+                if type(decoded) in cgr.RECORD_TYPES:
                     self.consumer_manager().replay(
-                        key, cgr.decode_value(key, value))  # type: ignore[arg-type]
+                        decoded, cgr.decode_value(decoded, value))  # type: ignore[arg-type]
                     return
-            if isinstance(key, GroupMetadataKey):
-                group_value = None if value is None else group_records.decode_value(key, value)
-                self.group_manager.replay_group(key.group, group_value)  # type: ignore[arg-type]
+            if isinstance(decoded, GroupMetadataKey):
+                group_value = None if value is None else group_records.decode_value(decoded, value)
+                self.group_manager.replay_group(decoded.group, group_value)  # type: ignore[arg-type]
                 if value is None:
                     self.offset_manager.forget_prefixes()
                 return
         except RecordDecodeError as exc:
             log.warning("skipping undecodable __consumer_offsets-%d record: %s", self.partition, exc)
             return
-        if not isinstance(key, OffsetCommitKey):
+        if not isinstance(decoded, OffsetCommitKey):
             log.warning("skipping __consumer_offsets-%d record of unknown type %d",
-                        self.partition, key.version)
+                        self.partition, decoded.version)
             return
         if value is None:
-            self.offset_manager.replay_tombstone(key, key_bytes)
+            self.offset_manager.replay_tombstone(decoded, key)
             return
-        if key.group not in self.consumer.groups:
-            self.group_manager.ensure_group(key.group)
-        self.offset_manager.replay_commit(key, key_bytes, value)
+        if decoded.group not in self.consumer_groups:
+            self.group_manager.ensure_group(decoded.group)
+        self.offset_manager.replay_commit(decoded, key, value)
 
     def _replay_transactional(self, key: object, value: bytes | None) -> None:
         """A transactional offset commit stays pending until its marker: COMMIT materialises
         it as a plain commit, ABORT drops it (Kafka's replayEndTransactionMarker)."""
         if isinstance(key, TxnMarker):
-            for okey, key_bytes, data in self.offset_manager.txn.end(key.producer_id,
-                                                                     key.producer_epoch):
-                if key.commit:
-                    self.group_manager.ensure_group(okey.group)
-                    self.offset_manager.replay_commit(okey, key_bytes, data, materialised=True)
+            for group_id in self.offset_manager.end_transaction(key.producer_id,
+                                                                key.producer_epoch, key.commit):
+                self.group_manager.ensure_group(group_id)
             return
         if not isinstance(key, TxnRecordKey):
             return
@@ -186,21 +162,20 @@ class GroupCoordinatorShard:
             return
         if isinstance(decoded, OffsetCommitKey):
             # Kafka creates the simple group on a transactional offset record too.
-            if value is not None and decoded.group not in self.consumer.groups:
+            if value is not None and decoded.group not in self.consumer_groups:
                 self.group_manager.ensure_group(decoded.group)
-            prefix = self.offset_manager.txn.add(key.producer_id, key.producer_epoch, decoded,
-                                                 key.key, value)
-            if prefix is not None:
-                self.offset_manager.parts_by_prefix.pop(prefix, None)
+            self.offset_manager.replay_txn_offset(key.producer_id, key.producer_epoch, decoded,
+                                                  key.key, value)
 
     # Classic group membership (writes) -------------------------------------------------------
     def join_group(self, request: JoinRequest) -> Result:
         group = self.consumer_groups.get(request.group_id)
         if group is None:
             return self.group_manager.join_group(request)
+        consumer = self.consumer_manager()
         if not group.is_empty():  # a classic member in a consumer group (mixed group)
-            return self.consumer.classic_join(request)
-        tombstones = self.consumer.downgrade_empty(request.group_id)
+            return consumer.classic_join(request)
+        tombstones = consumer.downgrade_empty(request.group_id)
         result = self.group_manager.join_group(request)
         return Result(tombstones + list(result.records), result.response, replay=False,
                       on_durable=result.on_durable)
@@ -217,52 +192,46 @@ class GroupCoordinatorShard:
 
     def sync_group(self, request: SyncRequest) -> Result:
         if request.group_id in self.consumer_groups:
-            return self.consumer.classic_sync(request)
+            return self.consumer_manager().classic_sync(request)
         return self.group_manager.sync_group(request)
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> Result:
-        if group_id in self.consumer.groups:  # consumer_groups, inlined: the hottest request
-            return self.consumer.classic_heartbeat(group_id, member_id, instance_id, generation)
+        if group_id in self.consumer_groups:
+            return self.consumer_manager().classic_heartbeat(group_id, member_id, instance_id,
+                                                             generation)
         return self.group_manager.heartbeat(group_id, member_id, instance_id, generation)
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> Result:
         if group_id in self.consumer_groups:
-            return self.consumer.classic_leave(group_id, members)
+            return self.consumer_manager().classic_leave(group_id, members)
         return self.group_manager.leave_group(group_id, members)
 
     # Offsets (writes) ------------------------------------------------------------------------
-    def commit_offsets(self, group_id: str, generation: int, member_id: str,
-                       instance_id: str | None, retention_ms: int,
-                       partitions: list[CommitPartition], version: int,
-                       build: Callable[[list[int]], Any] | None = None) -> Result:
-        """Response: per-partition errors, or ``build`` of them (the service's response
-        mapping, applied here so the op needs no wrapper)."""
-        om = self.offset_manager
-        consumer_group = self.consumer.groups.get(group_id)
+    def commit_offsets(self, request: OffsetCommitRequest,
+                       partitions: list[CommitPartition]) -> Result:
+        """Response: the error of each partition (request order)."""
+        group_id = request.group_id
+        consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
-            result = om.commit(
-                self.consumer.commit_target(consumer_group, version), group_id,  # type: ignore[arg-type]
-                generation, member_id, instance_id, retention_ms, partitions, version,
-                self.context.now_ms())
-        else:
-            gm = self.group_manager
-            group = gm.groups.get(group_id)
-            result = om.commit(group, group_id, generation, member_id, instance_id,
-                               retention_ms, partitions, version, self.context.now_ms())
-            if result.records:
-                if group is not None and group.members:  # a simple group has none to touch
-                    gm.touch_member(group, member_id)
-                gm.events.committed(group_id, len(result.records))
-        if build is not None:  # the Result is new: it carries the response now
-            result.response = build(result.response)
+            return self.offset_manager.commit(consumer_group, request, partitions,
+                                              self.context.now_ms())
+        gm = self.group_manager
+        group = gm.groups.get(group_id)
+        result = self.offset_manager.commit(group, request, partitions, self.context.now_ms())
+        if result.records:
+            if group is None:
+                gm.ensure_group(group_id)  # a simple group
+            elif group.members:  # a simple group has none to touch
+                gm.touch_member(group, request.member_id)
+            gm.events.committed(group_id, len(result.records))
         return result
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:
         """Response: (group error, [(topic, [(partition, error)])])."""
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:  # allowed in any state
-            records, out = self.offset_manager.delete(consumer_group, topics)  # type: ignore[arg-type]
+            records, out = self.offset_manager.delete(consumer_group, topics)
             return Result(records, (E.NONE, out))
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
@@ -281,7 +250,7 @@ class GroupCoordinatorShard:
             consumer_group = self.consumer_groups.get(gid)
             if consumer_group is not None:
                 group_records: list[RawRecord] = []
-                code = self.consumer.delete(consumer_group, group_records)
+                code = self.consumer_manager().delete(consumer_group, group_records)
                 if code == E.NONE:
                     self.offset_manager.delete_all(gid, records)
                     records.extend(group_records)
@@ -308,29 +277,28 @@ class GroupCoordinatorShard:
         return Result(records, len(records))
 
     # Transactions (writes) -------------------------------------------------------------------
-    def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
-                           generation: int, member_id: str, instance_id: str | None,
-                           partitions: list[CommitPartition]) -> Result:
+    def txn_commit_offsets(self, request: OffsetCommitRequest, producer_id: int,
+                           producer_epoch: int, partitions: list[CommitPartition]) -> Result:
         """TxnOffsetCommit: checked like OffsetCommit, written in the producer's transaction
         (pending until its marker). Response: per-partition errors."""
         if self.offset_manager.txn.fenced(producer_id, producer_epoch):
             return Result((), [E.PRODUCER_FENCED] * len(partitions))
         # TxnOffsetCommit v0-2 carry no member or generation: Kafka accepts them unchecked.
-        legacy = generation < 0 and not member_id and instance_id is None
+        legacy = request.generation < 0 and not request.member_id and request.instance_id is None
+        group_id = request.group_id
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:  # KIP-848 group: the generation is the member epoch
-            target: Any = self.consumer.commit_target(consumer_group, 9, is_transactional=True)
-            result = self.offset_manager.commit(target, group_id, generation, member_id,
-                                                instance_id, -1, partitions, 0,
-                                                self.context.now_ms(), validate=not legacy)
+            result = self.offset_manager.commit(consumer_group, request, partitions,
+                                                self.context.now_ms(), validate=not legacy,
+                                                store=False)
         else:
             group = self.groups.get(group_id)
             if group is not None and group.is_in(S.DEAD):
                 return Result((), [E.COORDINATOR_NOT_AVAILABLE] * len(partitions))
-            result = self.offset_manager.commit(group, group_id, generation, member_id,
-                                                instance_id, -1, partitions, 0,
+            result = self.offset_manager.commit(group, request, partitions,
                                                 self.context.now_ms(),
-                                                validate=not (legacy and group is not None))
+                                                validate=not (legacy and group is not None),
+                                                store=False)
         records = [(TxnRecordKey(producer_id, producer_epoch, k), v) for k, v in result.records]
         return Result(records, result.response)
 
@@ -378,8 +346,9 @@ class GroupCoordinatorShard:
         return self.group_manager.describe_group(group_id, version)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
-        return (self.group_manager.list_groups(states, types)
-                + self.consumer.list_groups(states, types))
+        consumer = self.consumer
+        rows = self.group_manager.list_groups(states, types)
+        return rows if consumer is None else rows + consumer.list_groups(states, types)
 
     # Offsets retention -----------------------------------------------------------------------
     def _schedule_retention_check(self) -> None:
@@ -395,10 +364,10 @@ class GroupCoordinatorShard:
                     and group.is_in(S.EMPTY):
                 records.append(R.group_tombstone(gid))
         for consumer_group in list(self.consumer_groups.values()):
-            if self.offset_manager.expire(consumer_group, now,  # type: ignore[arg-type]
+            if self.offset_manager.expire(consumer_group, now,
                                           self.config.offsets_retention_ms, records) \
                     and consumer_group.is_empty():
-                self.consumer.delete(consumer_group, records)
+                self.consumer_manager().delete(consumer_group, records)
         if records:
             log.info("offsets retention: writing %d tombstones for __consumer_offsets-%d",
                      len(records), self.partition)
@@ -418,24 +387,3 @@ def _decode_any_key(data: bytes) -> Any:
     from kafkette.protocol import consumer_group_records as cgr
 
     return cgr.decode_key(data)
-
-
-class _NoConsumerGroups:
-    """A shard's consumer-group manager until it has a consumer group (KIP-848): no groups, and
-    any other use creates the real ConsumerGroupManager (shard.consumer_manager()) and hands on
-    to it. Classic and simple groups, the common case, so never load the KIP-848 modules."""
-
-    __slots__ = ("groups", "_shard")
-
-    def __init__(self, shard: GroupCoordinatorShard) -> None:
-        self.groups: dict[str, Any] = {}  # stays empty: a group's first record creates the manager
-        self._shard = shard
-
-    def on_loaded(self) -> None:
-        pass  # no group, no timer to arm
-
-    def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
-        return []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._shard.consumer_manager(), name)

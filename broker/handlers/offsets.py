@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator import errors as E
 from kafkette.coordinator.offset_manager import CommitPartition
+from kafkette.coordinator.requests import OffsetCommitRequest
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 
@@ -27,16 +28,13 @@ class _CommitPlan:
     it commits them. A consumer's next commit of the same partitions runs on the same plan with
     its own offsets (``_commit_repeat``, broker/request_memo.py)."""
 
-    __slots__ = ("version", "group_id", "generation", "member_id", "instance_id",
-                 "retention_ms", "partitions", "build")
+    __slots__ = ("request", "partitions", "build")
 
     def __init__(self, version: int, req: Any) -> None:
-        self.version = version
-        self.group_id = req.group_id
-        self.generation = req.generation_id_or_member_epoch
-        self.member_id = req.member_id
-        self.instance_id = req.group_instance_id if version >= 7 else None
-        self.retention_ms = ms(req.retention_time) if 2 <= version <= 4 else -1
+        self.request = OffsetCommitRequest(
+            req.group_id, req.generation_id_or_member_epoch, req.member_id,
+            req.group_instance_id if version >= 7 else None,
+            ms(req.retention_time) if 2 <= version <= 4 else -1, version)
         epochs = version >= 6  # committed_leader_epoch: v6+
         layout_items = []
         partitions = []  # (topic, partition, leader epoch, metadata)
@@ -50,8 +48,8 @@ class _CommitPlan:
                                    p.committed_metadata))
             layout_items.append((name, tuple(indexes)))
         self.partitions = partitions
-        # The response is built when the op runs; a durable write returns the runtime's future
-        # of it, which the connection pipelines (broker/connection.py).
+        # The codes become the response as the op runs; a durable write returns the runtime's
+        # future of it, which the connection pipelines (broker/connection.py).
         self.build = partial(_built_commit_response, version, tuple(layout_items))
 
     def __call__(self, ctx: RequestContext, offsets: list[int]) -> Any:
@@ -62,9 +60,7 @@ class _CommitPlan:
         coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
         if coord is None:
             coord = coordinator(ctx)
-        return coord.commit_offsets(self.group_id, self.generation, self.member_id,
-                                    self.instance_id, self.retention_ms, partitions,
-                                    self.version, self.build)
+        return coord.commit_offsets(self.request, partitions, self.build)
 
 
 def _committed_offsets(req: Any) -> list[int]:

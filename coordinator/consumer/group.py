@@ -178,7 +178,7 @@ class ConsumerGroup:
     def is_subscribed_to_topic(self, name: str) -> bool:
         return self.subscribed_topic_names()[name] > 0
 
-    is_subscribed_to = is_subscribed_to_topic  # OffsetMetadataManager.delete's duck type
+    is_subscribed_to = is_subscribed_to_topic  # the name offsets.Group gives it
 
     @staticmethod
     def offset_expiration_base() -> Callable[[Any], int]:
@@ -206,8 +206,9 @@ class ConsumerGroup:
 
     # -- validation of other APIs ----------------------------------------------------------------
 
-    def validate_offset_commit(self, member_id: str, member_epoch: int, *,
-                               is_transactional: bool = False, api_version: int = 9) -> None:
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
+                               is_transactional: bool, api_version: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: CoordinatorError if refused."""
         if member_epoch < 0 and not self.members:
             return  # admin client or manual assignment into an empty group
         member = self.members.get(member_id)

@@ -233,16 +233,16 @@ def test_member_epoch_check():
 
 def test_offset_commit_and_fetch_validation():
     group = ConsumerGroup(G)
-    group.validate_offset_commit("", -1)  # admin commit into an empty group
+    group.validate_offset_commit("", None, -1, False, 9)  # admin commit into an empty group
     join(group, "m1", ["foo"])
-    group.validate_offset_commit("m1", 1)
+    group.validate_offset_commit("m1", None, 1, False, 9)
     group.validate_offset_fetch(None, -1)
     group.validate_offset_fetch("m1", 1)
     cases = [
-        (lambda: group.validate_offset_commit("nobody", 1), UNKNOWN_MEMBER_ID),
-        (lambda: group.validate_offset_commit("", -1), UNKNOWN_MEMBER_ID),
-        (lambda: group.validate_offset_commit("m1", 1, api_version=8), UNSUPPORTED_VERSION),
-        (lambda: group.validate_offset_commit("m1", 0), STALE_MEMBER_EPOCH),
+        (lambda: group.validate_offset_commit("nobody", None, 1, False, 9), UNKNOWN_MEMBER_ID),
+        (lambda: group.validate_offset_commit("", None, -1, False, 9), UNKNOWN_MEMBER_ID),
+        (lambda: group.validate_offset_commit("m1", None, 1, False, 8), UNSUPPORTED_VERSION),
+        (lambda: group.validate_offset_commit("m1", None, 0, False, 9), STALE_MEMBER_EPOCH),
         (lambda: group.validate_offset_fetch("m1", 2), STALE_MEMBER_EPOCH),
         (lambda: group.validate_offset_fetch("nobody", 1), UNKNOWN_MEMBER_ID),
     ]
@@ -250,10 +250,10 @@ def test_offset_commit_and_fetch_validation():
         with pytest.raises(CoordinatorError) as err:
             call()
         assert err.value.code == code
-    group.validate_offset_commit("m1", 1, api_version=8, is_transactional=True)
+    group.validate_offset_commit("m1", None, 1, True, 8)
     classic = cgr.ClassicMemberMetadata(45000, (cgr.ClassicProtocol("range", b""),))
     group.replay(*records.member_subscription(G, ConsumerGroupMember(
         "c1", classic_member_metadata=classic)))
     with pytest.raises(CoordinatorError) as err:
-        group.validate_offset_commit("c1", 3, api_version=2)
+        group.validate_offset_commit("c1", None, 3, False, 2)
     assert err.value.code == ILLEGAL_GENERATION

@@ -10,6 +10,7 @@ from kafkette.coordinator.clock import ManualClock
 from kafkette.coordinator.config import CoordinatorConfig
 from kafkette.coordinator.log import MemoryLog, RawRecord
 from kafkette.coordinator.offset_manager import CommitPartition
+from kafkette.coordinator.requests import OffsetCommitRequest
 from kafkette.coordinator.runtime import PartitionContext
 from kafkette.coordinator.shard import GroupCoordinatorShard
 from kafkette.protocol.group_records import encode_key, encode_value
@@ -41,8 +42,8 @@ def commit(ctx: PartitionContext, group_id: str, *offsets: tuple[str, int, int],
            generation: int = -1, member_id: str = "") -> tuple[list[int], asyncio.Future | None]:
     """Commit (topic, partition, offset)s as a simple consumer would: (errors, write)."""
     parts = [CommitPartition(t, p, o, -1, None) for t, p, o in offsets]
-    return ctx.write(lambda s: s.commit_offsets(group_id, generation, member_id, None, -1,
-                                                parts, 9))
+    return ctx.write(GroupCoordinatorShard.commit_offsets,
+                     OffsetCommitRequest(group_id, generation, member_id, None), parts)
 
 
 async def committed(ctx: PartitionContext, group_id: str) -> list:

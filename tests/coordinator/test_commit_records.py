@@ -1,6 +1,7 @@
-"""The records an OffsetCommit writes (offset_manager.commit) and their replay: a commit's own
-records (BuiltOffsetRecords, whose values are not decoded again) leave exactly the state the
-same bytes leave when replayed from the log, and are byte-exact with Kafka's encoding."""
+"""The records an OffsetCommit writes (offset_manager.commit) and their replay: a commit stores
+its own records as it builds them (their values not decoded again), which leaves exactly the
+state the same bytes leave when replayed from the log; they are byte-exact with Kafka's
+encoding."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pytest
 from kafkette.coordinator import errors as E
 from kafkette.coordinator.clock import ManualClock
 from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.offset_manager import BuiltOffsetRecords, CommitPartition
+from kafkette.coordinator.offset_manager import CommitPartition
 from kafkette.coordinator.offset_store import built_entry, decode_rest
+from kafkette.coordinator.requests import OffsetCommitRequest
 from kafkette.coordinator.shard import GroupCoordinatorShard
 from kafkette.protocol.group_records import (
     OffsetCommitValue,
@@ -50,7 +52,7 @@ CASES: dict[str, tuple[list[CommitPartition], int]] = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_built_records_replay_like_the_log(case: str) -> None:
+def test_a_commit_stores_what_replaying_its_records_stores(case: str) -> None:
     partitions, retention = CASES[case]
     live, c1 = _shard()
     from_log, c2 = _shard()
@@ -62,8 +64,9 @@ def test_built_records_replay_like_the_log(case: str) -> None:
             partitions = [CommitPartition(p.topic, p.partition, p.offset + 100 * round_,
                                           p.leader_epoch + round_, p.metadata)
                           for p in CASES[case][0]]
-            result = live.commit_offsets("g", -1, "", None, retention, partitions, 9)
-            assert type(result.records) is BuiltOffsetRecords
+            request = OffsetCommitRequest("g", -1, "", None, retention)
+            result = live.commit_offsets(request, partitions)
+            assert not result.replay  # stored by the commit itself
             assert result.response == [E.NONE] * len(partitions)
             now = c1.clock.now_ms()
             expire = None if retention == -1 else now + retention
@@ -72,7 +75,6 @@ def test_built_records_replay_like_the_log(case: str) -> None:
                  encode_value(OffsetCommitValue(p.offset, p.leader_epoch, p.metadata or "",
                                                 now, expire)))
                 for p in partitions]
-            live.replay_all(result.records)
             from_log.replay_all(list(result.records))  # decoded as the log's records are
             assert _state(live) == _state(from_log), round_
     finally:
@@ -93,12 +95,13 @@ def test_built_entry_is_what_the_rest_bytes_decode_to(metadata: str, expire: int
 def test_metadata_limit_counts_utf16_units(metadata: str, too_large: bool) -> None:
     shard, ctx = _shard(metadata_max_bytes=4)
     try:
-        result = shard.commit_offsets("g", -1, "", None, -1,
+        result = shard.commit_offsets(OffsetCommitRequest("g", -1, "", None),
                                       [CommitPartition("t", 0, 1, -1, metadata),
-                                       CommitPartition("t", 1, 1, -1, None)], 9)
+                                       CommitPartition("t", 1, 1, -1, None)])
         assert result.response == [E.OFFSET_METADATA_TOO_LARGE if too_large else E.NONE, E.NONE]
         assert len(result.records) == (1 if too_large else 2)
-        assert len(result.records.entries) == len(result.records)  # type: ignore[attr-defined]
+        stored = shard.fetch_offsets("g", [("t", [0, 1])])[0][1]
+        assert [offset for _p, offset, *_rest in stored] == [-1 if too_large else 1, 1]
     finally:
         ctx.close()
 
@@ -106,9 +109,9 @@ def test_metadata_limit_counts_utf16_units(metadata: str, too_large: bool) -> No
 def test_empty_metadata_is_too_large_under_a_negative_limit() -> None:
     shard, ctx = _shard(metadata_max_bytes=-1)
     try:
-        result: Any = shard.commit_offsets("g", -1, "", None, -1,
+        result: Any = shard.commit_offsets(OffsetCommitRequest("g", -1, "", None),
                                            [CommitPartition("t", 0, 1, -1, ""),
-                                            CommitPartition("t", 1, 1, -1, None)], 9)
+                                            CommitPartition("t", 1, 1, -1, None)])
         assert result.response == [E.OFFSET_METADATA_TOO_LARGE, E.NONE]
     finally:
         ctx.close()

@@ -264,14 +264,15 @@ def _replayed_record_by_record(shard: GroupCoordinatorShard, batch: bytes,
                                monkeypatch: Any) -> list[int]:
     """Replay ``batch`` as the log's chunk; the sizes of what went record by record."""
     seen: list[int] = []
-    real = shard.replay_all
+    offsets = shard.offset_manager
+    real = offsets.replay_records
 
-    def spy(records: Any) -> int:
+    def spy(records: Any, replay_other: Any) -> int:
         if type(records) is not RawBatches:
             seen.append(len(records))
-        return real(records)
+        return real(records, replay_other)
 
-    monkeypatch.setattr(shard, "replay_all", spy)
+    monkeypatch.setattr(offsets, "replay_records", spy)
     shard.replay_all(RawBatches([batch]))
     return seen
 

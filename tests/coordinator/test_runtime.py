@@ -9,6 +9,7 @@ import pytest
 
 from kafkette.coordinator import errors as E
 from kafkette.coordinator.errors import CoordinatorError
+from kafkette.coordinator.requests import OffsetCommitRequest
 from kafkette.coordinator.runtime import State
 from kafkette.coordinator.service import error_code
 from kafkette.storage.log import KafkaStorageError
@@ -86,8 +87,8 @@ async def test_write_times_out_after_commit_timeout_and_lands_later():
     from kafkette.coordinator.offset_manager import CommitPartition
 
     def commit_once(offset: int):
-        return service.commit_offsets("g", -1, "", None, -1,
-                                      [CommitPartition("t", 0, offset, -1, None)], 9)
+        return service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
+                                      [CommitPartition("t", 0, offset, -1, None)])
     slow = commit_once(1)
     await _settle()
     stuck = commit_once(2)  # lingers behind the slow append
@@ -170,8 +171,8 @@ async def test_a_coordinator_that_has_not_started_answers_coordinator_not_availa
                                               "c", "/h", 4))
         assert join.error == E.COORDINATOR_NOT_AVAILABLE
         assert service.heartbeat("g", "m", None, 1) == E.COORDINATOR_NOT_AVAILABLE
-        assert service.commit_offsets("g", -1, "", None, -1,
-                                      [CommitPartition("t", 0, 1, -1, None)], 9) == [15]
+        assert service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
+                                      [CommitPartition("t", 0, 1, -1, None)]) == [15]
         assert await service.fetch_offsets("g", [("t", [0])]) == (15, [("t", [(0, -1, -1, "", 15)])])
         assert await service.list_groups(set(), set()) == (15, [])
         assert service.find_coordinator("g", 0) == (15, -1, "", -1)
@@ -186,7 +187,8 @@ async def test_service_heartbeat_answers_now_only_when_nothing_is_pending():
     log.gate = asyncio.Event()
     from kafkette.coordinator.offset_manager import CommitPartition
 
-    service.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 0, 1, -1, None)], 9)
+    service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
+                           [CommitPartition("t", 0, 1, -1, None)])
     waiting = service.heartbeat("g", "m", None, 1)
     assert isinstance(waiting, asyncio.Future)  # behind the pending commit
     log.gate.set()

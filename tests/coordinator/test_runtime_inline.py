@@ -13,6 +13,7 @@ import pytest
 from kafkette.coordinator import errors as E
 from kafkette.coordinator.log import MemoryLog, RawRecord
 from kafkette.coordinator.offset_manager import CommitPartition
+from kafkette.coordinator.requests import OffsetCommitRequest
 from kafkette.coordinator.runtime import DurableFuture, State
 from kafkette.storage.log import KafkaStorageError
 
@@ -104,15 +105,15 @@ async def test_commit_build_maps_the_codes_now_and_through_the_runtime_future():
         return ("response", *codes)
 
     # Nothing accepted: built at once.
-    assert service.commit_offsets("g", -1, "", None, -1, _parts(5), 9, build) == \
+    assert service.commit_offsets(OffsetCommitRequest("g", -1, "", None), _parts(5), build) == \
         ("response", E.UNKNOWN_TOPIC_OR_PARTITION)
     # Partly accepted: the runtime's future gives the built response, request order kept.
-    fut = service.commit_offsets("g", -1, "", None, -1, _parts(1, 7, 0), 9, build)
+    fut = service.commit_offsets(OffsetCommitRequest("g", -1, "", None), _parts(1, 7, 0), build)
     assert isinstance(fut, asyncio.Future)
     assert built[-1] == (0, E.UNKNOWN_TOPIC_OR_PARTITION, 0)  # built when the op ran
     assert await asyncio.wait_for(fut, 1) == ("response", 0, E.UNKNOWN_TOPIC_OR_PARTITION, 0)
     # Without build: the codes, as before.
-    plain = service.commit_offsets("g", -1, "", None, -1, _parts(0), 9)
+    plain = service.commit_offsets(OffsetCommitRequest("g", -1, "", None), _parts(0))
     assert await asyncio.wait_for(plain, 1) == [0]
 
 
@@ -120,7 +121,7 @@ async def test_commit_build_maps_a_failed_append_to_the_error_response():
     service, log, _clock = memory_service()
     await service.start()
     log.gate = asyncio.Event()
-    fut = service.commit_offsets("g", -1, "", None, -1, _parts(0, 1), 9,
+    fut = service.commit_offsets(OffsetCommitRequest("g", -1, "", None), _parts(0, 1),
                                  lambda codes: ("response", *codes))
     await asyncio.sleep(0)
     log.fail_with = KafkaStorageError("disk gone")

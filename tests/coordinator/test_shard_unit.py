@@ -15,7 +15,7 @@ from kafkette.coordinator import errors as E
 from kafkette.coordinator.clock import ManualClock
 from kafkette.coordinator.config import CoordinatorConfig
 from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import JoinRequest, SyncRequest
+from kafkette.coordinator.requests import JoinRequest, OffsetCommitRequest, SyncRequest
 from kafkette.coordinator.result import Result
 from kafkette.coordinator.shard import GroupCoordinatorShard
 from kafkette.protocol.group_records import (
@@ -192,39 +192,41 @@ def test_timer_of_a_member_that_left_does_nothing(shard):
     assert shard.groups["g"].generation == 2
 
 
-def test_commit_returns_offset_records_that_replay_into_fetch(shard):
+def test_commit_stores_its_offset_records_as_their_replay_would(shard):
     parts = [CommitPartition("t", 0, 42, 3, "meta"), CommitPartition("t", 1, 7, -1, None),
              CommitPartition("t", 2, 1, -1, "x" * 5000)]
-    result = shard.commit_offsets("simple", -1, "", None, -1, parts, 9)
-    assert result.replay and result.response == [E.NONE, E.NONE, E.OFFSET_METADATA_TOO_LARGE]
+    result = shard.commit_offsets(OffsetCommitRequest("simple", -1, "", None, -1, 9), parts)
+    assert result.response == [E.NONE, E.NONE, E.OFFSET_METADATA_TOO_LARGE]
     keys = [decode_key(k) for k, _v in result.records]
     assert keys == [OffsetCommitKey("simple", "t", 0), OffsetCommitKey("simple", "t", 1)]
     assert decode_offset_value(result.records[0][1]).metadata == "meta"
-    assert "simple" not in shard.groups  # nothing changes before the records are replayed
-    _apply(shard, result)
+    assert not result.replay  # the op stored them: the simple group and its offsets exist
+    expected = [("t", [(0, 42, 3, "meta", 0), (1, 7, -1, "", 0), (2, -1, -1, "", 0)])]
     assert shard.groups["simple"].state.value == "Empty"
-    assert shard.fetch_offsets("simple", [("t", [0, 1, 2])]) == [
-        ("t", [(0, 42, 3, "meta", 0), (1, 7, -1, "", 0), (2, -1, -1, "", 0)])]
+    assert shard.fetch_offsets("simple", [("t", [0, 1, 2])]) == expected
+    shard.replay_all(list(result.records))  # what a reload from the log does
+    assert shard.fetch_offsets("simple", [("t", [0, 1, 2])]) == expected
 
 
 def test_commit_validation_errors_write_nothing(shard):
     member, generation = _form(shard)
     part = [CommitPartition("t", 0, 1, -1, None)]
-    for args, code in (
-        (("unknown", 1, "m", None, -1, part, 9), E.GROUP_ID_NOT_FOUND),
-        (("unknown", 1, "m", None, -1, part, 8), E.ILLEGAL_GENERATION),
-        (("g", generation + 1, member, None, -1, part, 9), E.ILLEGAL_GENERATION),
-        (("g", -1, "", None, -1, part, 9), E.UNKNOWN_MEMBER_ID),
+    for request, code in (
+        (OffsetCommitRequest("unknown", 1, "m", None, -1, 9), E.GROUP_ID_NOT_FOUND),
+        (OffsetCommitRequest("unknown", 1, "m", None, -1, 8), E.ILLEGAL_GENERATION),
+        (OffsetCommitRequest("g", generation + 1, member, None, -1, 9), E.ILLEGAL_GENERATION),
+        (OffsetCommitRequest("g", -1, "", None), E.UNKNOWN_MEMBER_ID),
     ):
-        result = shard.commit_offsets(*args)
+        result = shard.commit_offsets(request, part)
         assert (result.records, result.response) == ((), [code])
-    assert shard.commit_offsets("g", generation, member, None, -1, part, 9).response == [E.NONE]
+    request = OffsetCommitRequest("g", generation, member, None, -1, 9)
+    assert shard.commit_offsets(request, part).response == [E.NONE]
 
 
 def test_delete_groups_writes_offset_and_group_tombstones(shard):
     member, _generation = _form(shard)
-    _apply(shard, shard.commit_offsets("s", -1, "", None, -1,
-                                       [CommitPartition("t", p, 1, -1, None) for p in (0, 1)], 9))
+    _apply(shard, shard.commit_offsets(OffsetCommitRequest("s", -1, "", None),
+                                       [CommitPartition("t", p, 1, -1, None) for p in (0, 1)]))
     result = shard.delete_groups(["g", "s", "nope"])
     assert result.response == [("g", E.NON_EMPTY_GROUP), ("s", E.NONE),
                                ("nope", E.GROUP_ID_NOT_FOUND)]
@@ -236,9 +238,9 @@ def test_delete_groups_writes_offset_and_group_tombstones(shard):
 
 def test_deleted_partitions_tombstone_every_groups_offsets(shard):
     for group in ("a", "b"):
-        _apply(shard, shard.commit_offsets(group, -1, "", None, -1, [
+        _apply(shard, shard.commit_offsets(OffsetCommitRequest(group, -1, "", None, -1, 9), [
             CommitPartition("gone", 0, 5, -1, None), CommitPartition("gone", 1, 6, -1, None),
-            CommitPartition("kept", 0, 7, -1, None)], 9))
+            CommitPartition("kept", 0, 7, -1, None)]))
     result = shard.on_partitions_deleted([("gone", 0), ("gone", 1), ("never", 0)])
     assert sorted((k.group, k.topic, k.partition) for k, _v in _decoded(result)) == [
         ("a", "gone", 0), ("a", "gone", 1), ("b", "gone", 0), ("b", "gone", 1)]
@@ -249,8 +251,8 @@ def test_deleted_partitions_tombstone_every_groups_offsets(shard):
 
 
 def test_retention_timer_expires_offsets_of_empty_groups(shard):
-    _apply(shard, shard.commit_offsets("s", -1, "", None, -1,
-                                       [CommitPartition("t", 0, 1, -1, None)], 9))
+    _apply(shard, shard.commit_offsets(OffsetCommitRequest("s", -1, "", None),
+                                       [CommitPartition("t", 0, 1, -1, None)]))
     clock = _ctx(shard).clock
     clock.advance(600_000 - 60_000)  # checks so far: nothing old enough
     assert all(not r.records for r in _ctx(shard).fired)

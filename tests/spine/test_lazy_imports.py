@@ -151,6 +151,7 @@ def test_simple_groups_load_no_consumer_group_machinery():
 import sys
 from kafkette.coordinator.config import CoordinatorConfig
 from kafkette.coordinator.offset_manager import CommitPartition
+from kafkette.coordinator.requests import OffsetCommitRequest
 from kafkette.coordinator.shard import GroupCoordinatorShard
 from kafkette.protocol.group_records import encode_offset_key, encode_offset_value
 
@@ -168,7 +169,8 @@ shard = GroupCoordinatorShard(0, Context(), CoordinatorConfig())
 shard.replay_all([(encode_offset_key("g", "t", p), encode_offset_value(p, -1, "", 1, None))
                   for p in range(3)] + [(b"\\x00\\x02\\x00\\x01h", None)])
 shard.on_loaded()
-result = shard.commit_offsets("g", -1, "", None, -1, [CommitPartition("t", 0, 7, -1, "")], 8)
+result = shard.commit_offsets(OffsetCommitRequest("g", -1, "", None, -1, 8),
+                              [CommitPartition("t", 0, 7, -1, "")])
 shard.replay_all(result.records)
 assert shard.fetch_offsets("g", [("t", [0, 1])])[0][1][0][1] == 7
 assert shard.list_groups(set(), set()) == [("g", "", "Empty", "classic")]
