@@ -170,7 +170,7 @@ class GroupMetadataManager(ClassicJoin):
                                       member.session_timeout_ms if delay_ms is None else delay_ms)
 
     def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
-        key = ("heartbeat", group_id, member_id)
+        key = heartbeat_key(group_id, member_id)
         # The member's pending timer (same key, same op) only moves: a completed join or sync
         # re-arms every member's, twice per rebalance.
         if not self.context.touch(key, delay_ms):
@@ -305,7 +305,7 @@ class GroupMetadataManager(ClassicJoin):
             return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
         # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
         session_ms = member.session_timeout_ms
-        if not self.context.touch(("heartbeat", group_id, member_id), session_ms):
+        if not self.context.touch(heartbeat_key(group_id, member_id), session_ms):
             self._reschedule_heartbeat_id(group_id, member_id, session_ms)
         return _HEARTBEAT_REBALANCING if state is STATE_PREPARING_REBALANCE else _HEARTBEAT_OK
 
