@@ -5,6 +5,44 @@ request answers with. The only place that turns exceptions into codes.
 
 Which node leads each partition is explicit (``owners``) so several nodes can share the
 partitions later; today every partition is led by this node.
+
+Hot paths: Heartbeat and OffsetCommit
+=====================================
+
+Operations. A steady consumer heartbeats every few seconds and commits after every poll; both
+arrive over and over with the same group, member and partitions. Per request:
+
+- Heartbeat: broker/handlers/groups.py ``handle_heartbeat`` -> ``GroupCoordinator.heartbeat``
+  -> ``PartitionContext.answer(GroupCoordinatorShard.heartbeat, ...)`` (runtime.py) ->
+  ``GroupCoordinatorShard.heartbeat`` -> ``GroupMetadataManager.heartbeat``: a code, answered
+  now (no records) unless a write is pending, then a DurableFuture of it.
+- OffsetCommit: broker/handlers/offsets.py ``_CommitPlan`` (one per distinct request: the
+  ``OffsetCommitRequest`` and the response layout are reused by repeats) ->
+  ``GroupCoordinator.commit_offsets`` -> ``PartitionContext.answer(GroupCoordinatorShard.
+  commit_offsets, request, partitions, map_response=plan.build)`` -> ``OffsetMetadataManager.
+  commit`` (builds the records and stores them) -> runtime batch -> log append -> the
+  DurableFuture completes with ``build(codes)``, the response, in the flush that made it durable.
+
+Goals. No object per request that is not part of the answer: ops are shard methods called by
+reference with their arguments (no closure, no call by name), errors map through
+C-level partials, the response is mapped once in the runtime (no second future, no loop turn).
+No reach-through: the service uses only the runtime's public ``answer``/``write``; the shard
+does not know the offset store's byte layout nor the wire response.
+
+Plan (the inline copies, and what must stay equal):
+
+- ``heartbeat`` inlines ``context_for`` (started, partition memo, owner check) and ``_write``
+  (CoordinatorError -> ``on_error``); ``context_for`` inlines ``partition_for`` (the memo dict
+  of the module function). Changing routing means changing all three.
+- ``_commit`` inlines ``_write`` with a ``partial`` error mapping.
+- ``PartitionContext.answer`` repeats ``write``'s first lines and inlines ``pending()``: both
+  must check state, run the op and reload on a bug the same way.
+- ``OffsetMetadataManager._store_built`` (a commit's own records) must store what
+  ``replay_records`` stores for the same bytes, and offset_replay.py's bulk path what the
+  per-record path stores (tests/coordinator/test_commit_records.py, test_offset_store.py).
+- group_manager.py answers heartbeats with prebuilt Results and compares states as module
+  globals (``STATE_*``), and ``GroupCoordinatorShard.heartbeat`` routes to consumer groups
+  first: the same answers ``ClassicGroup``'s validation would give.
 """
 
 from __future__ import annotations
