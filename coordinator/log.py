@@ -9,8 +9,6 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import NamedTuple, Protocol
 
-RawRecord = tuple[bytes, bytes | None]
-
 
 class TxnRecordKey(NamedTuple):
     """In place of a record's key bytes: a record of producer ``producer_id``'s transaction
@@ -29,6 +27,13 @@ class TxnMarker(NamedTuple):
     producer_epoch: int
     commit: bool
     coordinator_epoch: int = 0
+
+
+# A record's key as the coordinator appends and replays it: the key bytes of a plain record, or
+# a TxnRecordKey (a record of a transaction) or TxnMarker (its COMMIT/ABORT control batch).
+RecordKey = bytes | TxnRecordKey | TxnMarker
+# A ``__consumer_offsets`` record: (key, value bytes or None: a tombstone, or a marker).
+RawRecord = tuple[RecordKey, bytes | None]
 
 
 class CoordinatorLog(Protocol):

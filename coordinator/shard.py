@@ -299,7 +299,9 @@ class GroupCoordinatorShard:
                                                 self.context.now_ms(),
                                                 validate=not (legacy and group is not None),
                                                 store=False)
-        records = [(TxnRecordKey(producer_id, producer_epoch, k), v) for k, v in result.records]
+        records: list[RawRecord] = [(TxnRecordKey(producer_id, producer_epoch, k), v)
+                                    for k, v in result.records
+                                    if isinstance(k, bytes)]  # all are: offset keys
         return Result(records, result.response)
 
     def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> Result:

@@ -27,6 +27,7 @@ from kafkette.protocol.consumer_group_records import (
     encode_value,
 )
 
+from ..log import RawRecord
 from .member import Assignment, ConsumerGroupMember, target_record
 
 Record = tuple[ConsumerGroupKey, ConsumerGroupValue | None]
@@ -114,7 +115,7 @@ def group_deletion(group_id: str, member_ids: Iterable[str], regexes: Iterable[s
             + [subscription_metadata_tombstone(group_id), group_epoch_tombstone(group_id)])
 
 
-def encode_records(items: Iterable[Record]) -> list[tuple[bytes, bytes | None]]:
+def encode_records(items: Iterable[Record]) -> list[RawRecord]:
     """The records as the raw (key, value) bytes a coordinator Result appends."""
     return [(encode_key(key), None if value is None else encode_value(value))
             for key, value in items]
