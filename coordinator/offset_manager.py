@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafkette.protocol import group_records
@@ -37,7 +36,7 @@ from .offset_store import (
     built_entry,
     plausible_offset_value,
 )
-from .requests import OffsetCommitRequest
+from .requests import CommitPartition, OffsetCommitRequest
 from .result import Result
 from .txn_offsets import PendingTxnOffsets
 
@@ -67,15 +66,6 @@ class Group(Protocol):
 
 # What a record the offset manager does not store goes to: the shard's dispatch by type.
 ReplayOther = Callable[[Any, "bytes | None"], None]
-
-
-@dataclass(slots=True)
-class CommitPartition:
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str | None
 
 
 # (topic, [(partition, offset, leader_epoch, metadata, error)])

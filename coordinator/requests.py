@@ -56,6 +56,17 @@ class SyncRequest:
 
 
 @dataclass(slots=True)
+class CommitPartition:
+    """One partition's offset of an OffsetCommit/TxnOffsetCommit."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass(slots=True)
 class OffsetCommitRequest:
     """An OffsetCommit (or TxnOffsetCommit) but for the offsets it commits: who commits into
     which group. The offsets travel beside it (``CommitPartition`` per partition, request
@@ -68,6 +79,14 @@ class OffsetCommitRequest:
     retention_ms: int = -1  # OffsetCommit v2-4's retention_time; -1: the broker's
     version: int = 9  # the OffsetCommit version (TxnOffsetCommit: 0, see is_transactional)
     is_transactional: bool = False
+
+
+# One OffsetCommit as the runtime hands it to the shard: who commits, and the offsets (a tuple,
+# not an object: no Python __init__ per commit; the request part is reused by repeats).
+OffsetCommit = tuple[OffsetCommitRequest, list[CommitPartition]]
+
+# One classic Heartbeat: (group id, member id, group instance id, generation id).
+ClassicHeartbeat = tuple[str, str, "str | None", int]
 
 
 @dataclass(slots=True)

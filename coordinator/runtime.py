@@ -231,18 +231,19 @@ class PartitionContext:
         response = result.response if map_response is None else map_response(result.response)
         return response, self._enqueue(result, response, on_error)
 
-    def answer(self, op: Callable[..., Result], *args: Any,
+    def answer(self, op: Callable[[Any, Any], Result], request: Any,
                on_error: Callable[[BaseException], Any] | None = None,
                map_response: Callable[[Any], Any] | None = None) -> Any:
-        """``write`` as one value: the (mapped) response when it can be given now, else the
-        DurableFuture of it. What the request paths call: a request that writes nothing while
-        nothing is pending (a steady heartbeat) costs one op call and no future.
+        """``write(op, request)`` as one value: the (mapped) response when it can be given
+        now, else the DurableFuture of it. The form the hot request paths call: one request
+        value (a fixed-arity call; ``*args`` costs ~0.2 µs more), and a request that writes
+        nothing while nothing is pending (a steady heartbeat) costs one op call, no future.
 
         Its first lines are ``write``'s, inline (see the hot-path plan in service.py)."""
         if self.state is not STATE_ACTIVE:
             self.check()
         try:
-            result = op(self.shard, *args)
+            result = op(self.shard, request)
         except CoordinatorError:
             raise
         except Exception as exc:

@@ -29,9 +29,11 @@ from .log import RawRecord, TxnMarker, TxnRecordKey
 from .offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
 from .offset_replay import RawBatches
 from .requests import (
+    ClassicHeartbeat,
     DescribedGroup,
     JoinRequest,
     JoinResult,
+    OffsetCommit,
     OffsetCommitRequest,
     SyncRequest,
     SyncResult,
@@ -195,8 +197,8 @@ class GroupCoordinatorShard:
             return self.consumer_manager().classic_sync(request)
         return self.group_manager.sync_group(request)
 
-    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
-                  generation: int) -> Result:
+    def heartbeat(self, beat: ClassicHeartbeat) -> Result:
+        group_id, member_id, instance_id, generation = beat
         if group_id in self.consumer_groups:
             return self.consumer_manager().classic_heartbeat(group_id, member_id, instance_id,
                                                              generation)
@@ -208,9 +210,9 @@ class GroupCoordinatorShard:
         return self.group_manager.leave_group(group_id, members)
 
     # Offsets (writes) ------------------------------------------------------------------------
-    def commit_offsets(self, request: OffsetCommitRequest,
-                       partitions: list[CommitPartition]) -> Result:
+    def commit_offsets(self, commit: OffsetCommit) -> Result:
         """Response: the error of each partition (request order)."""
+        request, partitions = commit
         group_id = request.group_id
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:

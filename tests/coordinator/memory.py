@@ -43,7 +43,7 @@ def commit(ctx: PartitionContext, group_id: str, *offsets: tuple[str, int, int],
     """Commit (topic, partition, offset)s as a simple consumer would: (errors, write)."""
     parts = [CommitPartition(t, p, o, -1, None) for t, p, o in offsets]
     return ctx.write(GroupCoordinatorShard.commit_offsets,
-                     OffsetCommitRequest(group_id, generation, member_id, None), parts)
+                     (OffsetCommitRequest(group_id, generation, member_id, None), parts))
 
 
 async def committed(ctx: PartitionContext, group_id: str) -> list:

@@ -65,7 +65,7 @@ def test_a_commit_stores_what_replaying_its_records_stores(case: str) -> None:
                                           p.leader_epoch + round_, p.metadata)
                           for p in CASES[case][0]]
             request = OffsetCommitRequest("g", -1, "", None, retention)
-            result = live.commit_offsets(request, partitions)
+            result = live.commit_offsets((request, partitions))
             assert not result.replay  # stored by the commit itself
             assert result.response == [E.NONE] * len(partitions)
             now = c1.clock.now_ms()
@@ -95,9 +95,9 @@ def test_built_entry_is_what_the_rest_bytes_decode_to(metadata: str, expire: int
 def test_metadata_limit_counts_utf16_units(metadata: str, too_large: bool) -> None:
     shard, ctx = _shard(metadata_max_bytes=4)
     try:
-        result = shard.commit_offsets(OffsetCommitRequest("g", -1, "", None),
-                                      [CommitPartition("t", 0, 1, -1, metadata),
-                                       CommitPartition("t", 1, 1, -1, None)])
+        result = shard.commit_offsets((OffsetCommitRequest("g", -1, "", None),
+                                       [CommitPartition("t", 0, 1, -1, metadata),
+                                        CommitPartition("t", 1, 1, -1, None)]))
         assert result.response == [E.OFFSET_METADATA_TOO_LARGE if too_large else E.NONE, E.NONE]
         assert len(result.records) == (1 if too_large else 2)
         stored = shard.fetch_offsets("g", [("t", [0, 1])])[0][1]
@@ -109,9 +109,9 @@ def test_metadata_limit_counts_utf16_units(metadata: str, too_large: bool) -> No
 def test_empty_metadata_is_too_large_under_a_negative_limit() -> None:
     shard, ctx = _shard(metadata_max_bytes=-1)
     try:
-        result: Any = shard.commit_offsets(OffsetCommitRequest("g", -1, "", None),
-                                           [CommitPartition("t", 0, 1, -1, ""),
-                                            CommitPartition("t", 1, 1, -1, None)])
+        result: Any = shard.commit_offsets((OffsetCommitRequest("g", -1, "", None),
+                                            [CommitPartition("t", 0, 1, -1, ""),
+                                             CommitPartition("t", 1, 1, -1, None)]))
         assert result.response == [E.OFFSET_METADATA_TOO_LARGE, E.NONE]
     finally:
         ctx.close()

@@ -30,7 +30,7 @@ async def test_failed_append_fails_its_batch_and_later_ones_then_reloads():
     _e, held = commit(ctx, "g", ("t", 0, 2))
     await _settle()  # the held batch is in flight
     _e, behind = commit(ctx, "h", ("t", 0, 3))  # lingers behind it, in a later batch
-    heartbeat, waiting = ctx.write(lambda s: s.heartbeat("x", "m", None, 1))
+    heartbeat, waiting = ctx.write(lambda s: s.heartbeat(("x", "m", None, 1)))
     assert waiting is not None  # an op without records still waits for the pending writes
     log.fail_with = KafkaStorageError("disk gone")
     log.gate.set()

@@ -162,7 +162,7 @@ def test_heartbeats_answer_without_records(shard):
         (("g", member, None, generation + 1), E.ILLEGAL_GENERATION),
         (("g", member, None, generation), E.NONE),
     ):
-        result = shard.heartbeat(*args)
+        result = shard.heartbeat(args)
         assert (result.records, result.response) == ((), code)
 
 
@@ -170,7 +170,7 @@ def test_session_timeout_empties_the_group_and_writes_it(shard):
     member, _generation = _form(shard)
     clock = _ctx(shard).clock
     clock.advance(SESSION - 1)
-    assert shard.heartbeat("g", member, None, 1).response == E.NONE  # re-arms the session
+    assert shard.heartbeat(("g", member, None, 1)).response == E.NONE  # re-arms the session
     clock.advance(SESSION - 1)
     assert shard.groups["g"].members
     clock.advance(1)
@@ -195,7 +195,7 @@ def test_timer_of_a_member_that_left_does_nothing(shard):
 def test_commit_stores_its_offset_records_as_their_replay_would(shard):
     parts = [CommitPartition("t", 0, 42, 3, "meta"), CommitPartition("t", 1, 7, -1, None),
              CommitPartition("t", 2, 1, -1, "x" * 5000)]
-    result = shard.commit_offsets(OffsetCommitRequest("simple", -1, "", None, -1, 9), parts)
+    result = shard.commit_offsets((OffsetCommitRequest("simple", -1, "", None, -1, 9), parts))
     assert result.response == [E.NONE, E.NONE, E.OFFSET_METADATA_TOO_LARGE]
     keys = [decode_key(k) for k, _v in result.records]
     assert keys == [OffsetCommitKey("simple", "t", 0), OffsetCommitKey("simple", "t", 1)]
@@ -217,16 +217,16 @@ def test_commit_validation_errors_write_nothing(shard):
         (OffsetCommitRequest("g", generation + 1, member, None, -1, 9), E.ILLEGAL_GENERATION),
         (OffsetCommitRequest("g", -1, "", None), E.UNKNOWN_MEMBER_ID),
     ):
-        result = shard.commit_offsets(request, part)
+        result = shard.commit_offsets((request, part))
         assert (result.records, result.response) == ((), [code])
     request = OffsetCommitRequest("g", generation, member, None, -1, 9)
-    assert shard.commit_offsets(request, part).response == [E.NONE]
+    assert shard.commit_offsets((request, part)).response == [E.NONE]
 
 
 def test_delete_groups_writes_offset_and_group_tombstones(shard):
     member, _generation = _form(shard)
-    _apply(shard, shard.commit_offsets(OffsetCommitRequest("s", -1, "", None),
-                                       [CommitPartition("t", p, 1, -1, None) for p in (0, 1)]))
+    _apply(shard, shard.commit_offsets((OffsetCommitRequest("s", -1, "", None),
+                                        [CommitPartition("t", p, 1, -1, None) for p in (0, 1)])))
     result = shard.delete_groups(["g", "s", "nope"])
     assert result.response == [("g", E.NON_EMPTY_GROUP), ("s", E.NONE),
                                ("nope", E.GROUP_ID_NOT_FOUND)]
@@ -238,9 +238,9 @@ def test_delete_groups_writes_offset_and_group_tombstones(shard):
 
 def test_deleted_partitions_tombstone_every_groups_offsets(shard):
     for group in ("a", "b"):
-        _apply(shard, shard.commit_offsets(OffsetCommitRequest(group, -1, "", None, -1, 9), [
+        _apply(shard, shard.commit_offsets((OffsetCommitRequest(group, -1, "", None, -1, 9), [
             CommitPartition("gone", 0, 5, -1, None), CommitPartition("gone", 1, 6, -1, None),
-            CommitPartition("kept", 0, 7, -1, None)]))
+            CommitPartition("kept", 0, 7, -1, None)])))
     result = shard.on_partitions_deleted([("gone", 0), ("gone", 1), ("never", 0)])
     assert sorted((k.group, k.topic, k.partition) for k, _v in _decoded(result)) == [
         ("a", "gone", 0), ("a", "gone", 1), ("b", "gone", 0), ("b", "gone", 1)]
@@ -251,8 +251,8 @@ def test_deleted_partitions_tombstone_every_groups_offsets(shard):
 
 
 def test_retention_timer_expires_offsets_of_empty_groups(shard):
-    _apply(shard, shard.commit_offsets(OffsetCommitRequest("s", -1, "", None),
-                                       [CommitPartition("t", 0, 1, -1, None)]))
+    _apply(shard, shard.commit_offsets((OffsetCommitRequest("s", -1, "", None),
+                                        [CommitPartition("t", 0, 1, -1, None)])))
     clock = _ctx(shard).clock
     clock.advance(600_000 - 60_000)  # checks so far: nothing old enough
     assert all(not r.records for r in _ctx(shard).fired)

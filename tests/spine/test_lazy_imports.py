@@ -169,8 +169,8 @@ shard = GroupCoordinatorShard(0, Context(), CoordinatorConfig())
 shard.replay_all([(encode_offset_key("g", "t", p), encode_offset_value(p, -1, "", 1, None))
                   for p in range(3)] + [(b"\\x00\\x02\\x00\\x01h", None)])
 shard.on_loaded()
-result = shard.commit_offsets(OffsetCommitRequest("g", -1, "", None, -1, 8),
-                              [CommitPartition("t", 0, 7, -1, "")])
+result = shard.commit_offsets((OffsetCommitRequest("g", -1, "", None, -1, 8),
+                               [CommitPartition("t", 0, 7, -1, "")]))
 shard.replay_all(result.records)
 assert shard.fetch_offsets("g", [("t", [0, 1])])[0][1][0][1] == 7
 assert shard.list_groups(set(), set()) == [("g", "", "Empty", "classic")]
