@@ -39,12 +39,13 @@ RawRecord = tuple[RecordKey, bytes | None]
 class CoordinatorLog(Protocol):
     def append(self, records: Sequence[RawRecord]) -> asyncio.Future:
         """Append records as one batch, in call order; the future resolves once they are
-        durable (or fails with the write's error).
+        durable (or fails with the write's error)."""
 
-        A log may also have ``append_inline(records) -> Future | None``, which the runtime
-        prefers: ``append`` but None when the records are durable already (a write finished
-        inline under the flush policy), so the waiters complete without a loop round trip;
-        errors are raised."""
+    def append_inline(self, records: Sequence[RawRecord]) -> asyncio.Future | None:
+        """``append``, but None when the records are durable already (a write finished inline
+        under the flush policy), so the waiters complete without a loop round trip; errors
+        are raised. What the runtime calls (a log that never finishes inline returns
+        ``append(records)``)."""
 
     def read(self) -> AsyncIterator[Sequence[RawRecord]]:
         """Every record from the log start, in chunks, in log order."""

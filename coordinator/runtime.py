@@ -357,10 +357,8 @@ class PartitionContext:
             batch.durable = True
             self._complete_durable()
             return
-        log_ = self.log
-        inline = getattr(log_, "append_inline", None)  # see CoordinatorLog.append
         try:
-            append = log_.append(batch.records) if inline is None else inline(batch.records)
+            append = self.log.append_inline(batch.records)
         except Exception as exc:  # noqa: BLE001 - handed to every waiter
             self._fail(batch, exc)
             return

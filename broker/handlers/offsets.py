@@ -9,8 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator import errors as E
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import OffsetCommitRequest
+from kafkette.coordinator.requests import CommitPartition, OffsetCommitRequest
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 

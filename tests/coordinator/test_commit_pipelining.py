@@ -83,6 +83,10 @@ class _CountingLog:
         self.appends += 1
         return self.inner.append(records)
 
+    def append_inline(self, records: Any) -> Any:
+        self.appends += 1
+        return self.inner.append_inline(records)
+
     def read(self) -> Any:
         return self.inner.read()
 

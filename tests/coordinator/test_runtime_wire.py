@@ -27,6 +27,9 @@ class HeldLog:
     def append(self, records: Sequence[tuple[bytes, bytes | None]]) -> asyncio.Future:
         return asyncio.ensure_future(self._append(records))
 
+    def append_inline(self, records: Sequence[tuple[bytes, bytes | None]]) -> asyncio.Future:
+        return self.append(records)
+
     async def _append(self, records: Sequence[tuple[bytes, bytes | None]]) -> None:
         await self.gate.wait()
         if self.fail_with is not None:
