@@ -1,4 +1,4 @@
-"""Committed offsets of one (group, topic), held compactly (issue 20: ≤ 80 B per offset).
+"""Committed offsets of one (group, topic), held compactly (at most ~80 B per offset).
 
 Per partition: the offset (``array('q')``), the leader epoch (``array('i')``) and an index
 (``array('I')``, 0 = no offset) into a small table of what varies rarely: the value's version,
