@@ -15,6 +15,14 @@ from ..services import ServiceError
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTH_OPS_OMITTED = -(2**31)
+# Without an authorizer Kafka allows, and reports, every operation a resource type supports
+# (AclEntry.supportedOperations as a bit field of AclOperation codes).
+# Topic: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11.
+TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))  # 0xDF8
+# Cluster: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # 0x1FA0
 
 
 @api(3, 0, 13)
@@ -25,6 +33,9 @@ async def handle_metadata(ctx: RequestContext, req):
     topic_cls = item_type(cls, "topics")
     part_cls = item_type(topic_cls, "partitions")
     node = cluster.node_id
+    # Kafka sets it on every topic of the answer, unknown ones included.
+    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS
+                 if getattr(req, "include_topic_authorized_operations", False) else AUTH_OPS_OMITTED)
 
     def topic_entry(error: ErrorCode, name: str | None, info=None, topic_id=ZERO_UUID):
         partitions = ()
@@ -40,7 +51,7 @@ async def handle_metadata(ctx: RequestContext, req):
             )
         return make(topic_cls, error_code=error, name=name, topic_id=topic_id,
                     is_internal=bool(info and info.internal), partitions=partitions,
-                    topic_authorized_operations=AUTH_OPS_OMITTED)
+                    topic_authorized_operations=topic_ops)
 
     requested = req.topics
     if ctx.api_version == 0 and not requested:
@@ -82,7 +93,8 @@ async def handle_metadata(ctx: RequestContext, req):
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller(),
         topics=topics,
-        cluster_authorized_operations=AUTH_OPS_OMITTED,
+        cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+        if getattr(req, "include_cluster_authorized_operations", False) else AUTH_OPS_OMITTED,
         error_code=ErrorCode.none,
     )
 
