@@ -19,6 +19,7 @@ from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .faults import FaultRegistry
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
+from .services.broker_configs import BrokerConfigService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ class Broker:
             topics=TopicService(self.logs, self.config),
             records=RecordService(self.logs, self.stats),
             groups=GroupService(self.logs, self.config, self.clock),
+            broker_configs=BrokerConfigService(self.config, self.logs, self.node_ids),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -142,6 +144,7 @@ class Broker:
         self.config.log_values()
         await self.logs.start()
         try:
+            self.services.broker_configs.load()  # dynamic broker configs over the static ones
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)

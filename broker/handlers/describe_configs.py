@@ -40,7 +40,10 @@ def handle_describe_configs(ctx: RequestContext, req: Any):
                     f"Unexpected broker id, expected {node_id} or empty string, "
                     f"but received {res.resource_name}")
             else:
-                entries = broker_config_entries(ctx.config, keys)
+                layers = ctx.services.broker_configs
+                entries = broker_config_entries(ctx.config, keys,
+                                                layers.layer(res.resource_name, node_id),
+                                                layers.cluster_default)
         elif res.resource_type == BROKER_LOGGER:
             entries = []
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config import BrokerConfig
+from .broker_configs import BrokerConfigService
 from .cluster import ClusterInfo
 from .errors import ServiceError
 from .groups import GroupService
@@ -23,10 +24,11 @@ class Services:
     topics: TopicService
     records: RecordService
     groups: GroupService
+    broker_configs: BrokerConfigService
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["ClusterInfo", "GroupService", "RecordService", "ServiceError", "Services",
+__all__ = ["BrokerConfigService", "ClusterInfo", "GroupService", "RecordService", "ServiceError", "Services",
            "TopicService"]
