@@ -50,7 +50,7 @@ class ListenerView:
             cluster=ClusterInfo(self.node_id, broker.cluster_id, lambda: self.advertised,
                                 nodes, listener.name),
             records=(broker.services.records if nodes is None
-                     else broker.services.records.for_node(nodes.leads(self.node_id))))
+                     else broker.services.records.for_node(nodes.leads(self.node_id), nodes.isr)))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._broker, name)
@@ -118,7 +118,7 @@ class Broker:
         self.services = Services(
             config=self.config,
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
-            topics=TopicService(self.logs, self.config),
+            topics=TopicService(self.logs, self.config, self.cluster_nodes),
             records=RecordService(self.logs, self.stats),
             groups=GroupService(self.logs, self.config, self.clock),
             broker_configs=BrokerConfigService(self.config, self.logs, self.node_ids),

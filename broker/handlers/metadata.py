@@ -37,18 +37,25 @@ async def handle_metadata(ctx: RequestContext, req):
     topic_ops = (TOPIC_AUTHORIZED_OPERATIONS
                  if getattr(req, "include_topic_authorized_operations", False) else AUTH_OPS_OMITTED)
 
+    if cluster.nodes is None:
+        def partition_entry(_topic: str, p: int) -> object:
+            return make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=node,
+                        leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
+                        offline_replicas=())
+    else:
+        def partition_entry(topic: str, p: int) -> object:
+            lead, replicas, isr, offline = cluster.partition_state(topic, p)
+            # No live replica: Kafka answers LEADER_NOT_AVAILABLE with leader -1.
+            return make(part_cls, error_code=ErrorCode.none if lead >= 0
+                        else ErrorCode.leader_not_available, partition_index=p, leader_id=lead,
+                        leader_epoch=0, replica_nodes=tuple(replicas), isr_nodes=tuple(isr),
+                        offline_replicas=tuple(offline))
+
     def topic_entry(error: ErrorCode, name: str | None, info=None, topic_id=ZERO_UUID):
         partitions = ()
         if info is not None:
             topic_id = info.topic_id
-            leader = cluster.leader if cluster.nodes is not None else (lambda _t, _p: node)
-            partitions = tuple(
-                make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=lead,
-                     leader_epoch=0, replica_nodes=(lead,), isr_nodes=(lead,),
-                     offline_replicas=())
-                for p in range(info.partitions)
-                for lead in (leader(info.name, p),)
-            )
+            partitions = tuple(partition_entry(info.name, p) for p in range(info.partitions))
         return make(topic_cls, error_code=error, name=name, topic_id=topic_id,
                     is_internal=bool(info and info.internal), partitions=partitions,
                     topic_authorized_operations=topic_ops)
