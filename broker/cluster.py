@@ -130,6 +130,19 @@ class ClusterNodes:
         start = (zlib.crc32(topic.encode()) + partition) % len(ids)
         return [ids[(start + i) % len(ids)] for i in range(min(factor, len(ids)))]
 
+    def replication(self) -> dict[str, tuple[int, list[list[int]]]]:
+        """Every replicated topic: (replication factor, manual replica lists)."""
+        return {t: (factor, [list(r) for r in lists])
+                for t, (factor, lists) in self._replication.items()}
+
+    def restore_replication(self, topic: str, factor: int, assignment: list[list[int]]) -> None:
+        """Put back a stored topic's replicas; nodes this cluster does not have are left out."""
+        known = set(self._ids)
+        lists = [[n for n in replicas if n in known] for replicas in assignment]
+        if any(not replicas for replicas in lists):
+            lists = []
+        self.set_replication(topic, min(factor, len(self._ids)), lists)
+
     def isr(self, topic: str, partition: int) -> list[int]:
         """The in-sync replicas: the live ones."""
         return [n for n in self.replicas(topic, partition) if self.nodes[n].live]

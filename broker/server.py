@@ -145,6 +145,7 @@ class Broker:
         await self.logs.start()
         try:
             self.services.broker_configs.load()  # dynamic broker configs over the static ones
+            self.services.topics.load_replicas()  # several nodes: the topics' replicas
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)

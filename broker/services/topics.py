@@ -8,6 +8,7 @@ coordinator owns them (see ``INTERNAL_TOPIC_REFUSED``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import uuid
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.storage.log import KafkaStorageError
+from kafkette.storage.recovery import write_durably
 from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
@@ -35,6 +37,8 @@ ZERO_UUID = uuid.UUID(int=0)
 # a cluster that protects __consumer_offsets answers TOPIC_AUTHORIZATION_FAILED. kafkette has no
 # authorizer and its coordinator cannot survive losing the topic, so it always answers that.
 INTERNAL_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+# The replicas of topics created with several nodes (broker/cluster.py), in log.dirs.
+REPLICAS_FILE = "kafkette-replicas.json"
 
 
 def valid_topic_name(name: str) -> bool:
@@ -125,9 +129,39 @@ class TopicService:
             raise ServiceError(ErrorCode.kafka_storage_error, str(exc)) from None
         if self._nodes is not None:
             self._nodes.set_replication(name, topic.replication_factor, topic.assignment)
+            await self._save_replicas()
         self._changed()
         return NewTopic(name, topic.partitions, topic.replication_factor, topic.configs,
                         info.topic_id, topic.assignment)
+
+    # Replicas (several nodes) -------------------------------------------------------------------
+    def load_replicas(self) -> None:
+        """Put back the stored replicas of the topics that still exist (same topic id)."""
+        if self._nodes is None:
+            return
+        try:
+            data = json.loads((self._logs.directory / REPLICAS_FILE).read_text())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring %s: %s", REPLICAS_FILE, exc)
+            return
+        for name, entry in data.get("topics", {}).items():
+            info = self._logs.topic(name)
+            if info is not None and str(info.topic_id) == entry.get("topic_id"):
+                self._nodes.restore_replication(name, int(entry["factor"]),
+                                                entry.get("assignment", []))
+
+    async def _save_replicas(self) -> None:
+        assert self._nodes is not None
+        topics = {}
+        for name, (factor, lists) in self._nodes.replication().items():
+            info = self._logs.topic(name)
+            if info is not None:
+                topics[name] = {"topic_id": str(info.topic_id), "factor": factor,
+                                "assignment": lists}
+        text = json.dumps({"version": 1, "topics": topics}, indent=1, sort_keys=True)
+        await asyncio.to_thread(write_durably, self._logs.directory / REPLICAS_FILE, text)
 
     def _registered(self) -> list[int]:
         """The broker ids replicas may be placed on."""
@@ -227,6 +261,7 @@ class TopicService:
         await self._logs.delete_topic(info.name)
         if self._nodes is not None:
             self._nodes.forget(info.name)
+            await self._save_replicas()
         self._changed()
         return info
 
@@ -257,6 +292,7 @@ class TopicService:
             await self._logs.create_partitions(name, count)
             if self._nodes is not None and assignments:
                 self._nodes.add_replicas(name, info.partitions, [list(r) for r in assignments])
+                await self._save_replicas()
             self._changed()
 
     # Configs -----------------------------------------------------------------------------------

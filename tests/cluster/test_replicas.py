@@ -99,6 +99,12 @@ def test_replication_factor_and_assignments_are_checked(kafka_cluster):
         admin.create_topics([NewTopic("bad", 1, replica_assignment=[[1, 7]])])["bad"].result(30)
     assert caught.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
 
+    # The replicas are kept with the logs: a restarted cluster shows the same.
+    before = {t: partitions(admin, t) for t in ("manual", "while-down")}
+    kafka_cluster.runner.restart()
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    assert {t: partitions(admin, t) for t in ("manual", "while-down")} == before
+
 
 def test_a_partition_with_no_live_replica_has_no_leader(kafka_cluster):
     from confluent_kafka.admin import AdminClient
