@@ -20,6 +20,7 @@ from .connection import KafkaConnection
 from .faults import FaultRegistry
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
+from .services.group_configs import GroupConfigService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
@@ -115,13 +116,16 @@ class Broker:
         self.views: list[ListenerView] = []
         self._bound: tuple[str, int] | None = None
         self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
+        group_configs = GroupConfigService(self.config)
         self.services = Services(
             config=self.config,
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
             topics=TopicService(self.logs, self.config, self.cluster_nodes),
             records=RecordService(self.logs, self.stats),
-            groups=GroupService(self.logs, self.config, self.clock),
+            groups=GroupService(self.logs, self.config, self.clock,
+                                group_configs.consumer_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs, self.node_ids),
+            group_configs=group_configs,
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -146,6 +150,7 @@ class Broker:
         try:
             self.services.broker_configs.load()  # dynamic broker configs over the static ones
             self.services.topics.load_replicas()  # several nodes: the topics' replicas
+            self.services.group_configs.load()  # groups' own configs, before the coordinator
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)

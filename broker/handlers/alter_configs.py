@@ -1,6 +1,7 @@
 """AlterConfigs (key 33, versions 0-2) and IncrementalAlterConfigs (key 44, versions 0-1)
-for topics and brokers: a BROKER resource is a node id (that broker's dynamic configs) or ""
-(the cluster-wide default), see broker/services/broker_configs.py."""
+for topics, brokers and groups. A BROKER resource is a node id (that broker's dynamic configs)
+or "" (the cluster-wide default), see broker/services/broker_configs.py; a GROUP resource is a
+group id, see broker/services/group_configs.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..context import RequestContext
 from ..routes import api
 from ..services import ServiceError
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -79,6 +80,10 @@ def _broker_incremental(config: Mapping[str, str]) -> Callable[[dict[str, str], 
                                                       _broker_list_default(config))
 
 
+def _group_incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
+    return _apply_operations(current, configs, lambda _name: None)  # no group config is a list
+
+
 def _replace_all(_current: dict[str, str], configs: Any) -> dict[str, str]:
     # Legacy AlterConfigs replaces every override of the resource with the given set.
     return {c.name: c.value for c in configs}
@@ -86,7 +91,8 @@ def _replace_all(_current: dict[str, str], configs: Any) -> dict[str, str]:
 
 async def _alter(ctx: RequestContext, req: Any,
                  topic_configs: Callable[[dict[str, str], Any], dict[str, str]],
-                 broker_configs: Callable[[dict[str, str], Any], dict[str, str]]):
+                 broker_configs: Callable[[dict[str, str], Any], dict[str, str]],
+                 group_configs: Callable[[dict[str, str], Any], dict[str, str]]):
     cls = ctx.response_type
     result_cls = item_type(cls, "responses")
     topics = ctx.services.topics
@@ -104,6 +110,11 @@ async def _alter(ctx: RequestContext, req: Any,
                     res.resource_name, ctx.cluster.node_id,
                     lambda current: broker_configs(current, changes),  # noqa: B023
                     validate_only=req.validate_only)
+            elif res.resource_type == GROUP:
+                await ctx.services.group_configs.alter(
+                    res.resource_name,
+                    lambda current: group_configs(current, changes),  # noqa: B023
+                    validate_only=req.validate_only)
             else:
                 raise ServiceError(ErrorCode.invalid_request,
                                    f"Unsupported resource type {res.resource_type}")
@@ -116,9 +127,10 @@ async def _alter(ctx: RequestContext, req: Any,
 
 @api(44, 0, 1)
 async def handle_incremental_alter_configs(ctx: RequestContext, req: Any):
-    return await _alter(ctx, req, _incremental, _broker_incremental(ctx.config))
+    return await _alter(ctx, req, _incremental, _broker_incremental(ctx.config),
+                        _group_incremental)
 
 
 @api(33, 0, 2)
 async def handle_alter_configs(ctx: RequestContext, req: Any):
-    return await _alter(ctx, req, _replace_all, _replace_all)
+    return await _alter(ctx, req, _replace_all, _replace_all, _replace_all)
