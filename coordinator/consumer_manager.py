@@ -160,7 +160,7 @@ class ConsumerGroupManager:
 
     def _heartbeat_settings(self, group_id: str) -> HeartbeatSettings:
         """The settings with the group's consumer.heartbeat.interval.ms, if it sets one."""
-        own = self.group_overrides.get(group_id) if self.group_overrides else None
+        own = self.group_overrides.get(group_id)
         if own is None:
             return self.settings
         cached = self._group_settings.get(group_id)
@@ -171,7 +171,11 @@ class ConsumerGroupManager:
 
     def _arm_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         key = _session_key(group_id, member_id)
-        delay = self._group_session_ms(group_id) if timeout_ms is None else timeout_ms
+        if timeout_ms is not None:
+            delay = timeout_ms
+        else:  # (no call per heartbeat unless some group sets its own)
+            delay = self._group_session_ms(group_id) if self.group_overrides \
+                else self.config.session_timeout_ms
         if self.context.touch(key, delay):  # the pending timer's deadline moves (every beat)
             return
         self.context.schedule(
@@ -289,7 +293,8 @@ class ConsumerGroupManager:
                     prefix += encode_records(upgrade)
                     upgraded = classic
         version = self.topics.metadata_version
-        result = heartbeat(group, request, self._heartbeat_settings(group_id), self.topics.lookup,
+        settings = self._heartbeat_settings(group_id) if self.group_overrides else self.settings
+        result = heartbeat(group, request, settings, self.topics.lookup,
                            metadata_version=version,
                            metadata_changed=self._metadata_expired(group, version))
         if result.metadata_refreshed_epoch is not None:
