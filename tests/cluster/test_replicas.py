@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import NewPartitions, NewTopic
 from kio.schema.errors import ErrorCode
 
+from kafkette.broker.cluster_control import ClusterError
 from tests.cluster.test_wire import metadata
 
 TOPIC = "replicated"
@@ -98,6 +99,13 @@ def test_replication_factor_and_assignments_are_checked(kafka_cluster):
     with pytest.raises(KafkaException) as caught:
         admin.create_topics([NewTopic("bad", 1, replica_assignment=[[1, 7]])])["bad"].result(30)
     assert caught.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+
+    # A leader can move only to one of the partition's replicas.
+    with pytest.raises(ClusterError, match="not a replica"):
+        kafka_cluster.move_leader("manual", 0, 1)
+    kafka_cluster.move_leader("manual", 0, 3)
+    assert partitions(admin, "manual")[0] == (3, [2, 3], [2, 3])
+    kafka_cluster.move_leader("manual", 0, 2)
 
     # The replicas are kept with the logs: a restarted cluster shows the same.
     before = {t: partitions(admin, t) for t in ("manual", "while-down")}
