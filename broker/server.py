@@ -124,7 +124,7 @@ class Broker:
             records=RecordService(self.logs, self.stats),
             groups=GroupService(self.logs, self.config, self.clock,
                                 group_configs.consumer_overrides),
-            broker_configs=BrokerConfigService(self.config, self.logs, self.node_ids),
+            broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
         )
         self._coordinator_task: asyncio.Future | None = None

@@ -64,11 +64,10 @@ def _known(name: str) -> bool:
 class BrokerConfigService:
     """The cluster-default and per-broker dynamic layers, durable in ``log.dirs``."""
 
-    def __init__(self, config: BrokerConfig, logs: LogManager, node_ids: list[int]) -> None:
+    def __init__(self, config: BrokerConfig, logs: LogManager) -> None:
         self._config = config
         self._logs = logs
-        self._node_ids = list(node_ids)
-        self._applied_node = config.node_id
+        self._applied_node = config.node_id  # whose per-broker layer the shared config takes
         self._path = Path(config.log_dirs) / DYNAMIC_CONFIG_FILE
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[int, dict[str, str]] = {}
@@ -161,10 +160,3 @@ def _validate(proposed: Mapping[str, str | None]) -> None:
         except ConfigError as exc:
             raise ServiceError(ErrorCode.invalid_request, str(exc)) from None
 
-
-def broker_entry_read_only(name: str) -> bool:
-    return not is_dynamic(name)
-
-
-__all__ = ["DYNAMIC_BROKER_CONFIGS", "BrokerConfigService", "broker_entry_read_only",
-           "is_dynamic"]

@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.storage.recovery import write_durably
 from kafkette.storage.topic_config import INT, STRING
 
+from ..config import ConfigError
 from .errors import ServiceError
 
 log = logging.getLogger("kafkette.config")
@@ -99,6 +100,7 @@ class GroupConfigService:
         self.consumer_overrides: dict[str, tuple[int, int]] = {}
 
     def load(self) -> None:
+        """The stored group configs (before the group coordinator loads)."""
         try:
             text = self._path.read_text()
         except FileNotFoundError:
@@ -106,8 +108,7 @@ class GroupConfigService:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            log.warning("ignoring %s: %s", self._path, exc)
-            return
+            raise ConfigError(f"{self._path} is corrupt: {exc}") from None
         self.overrides = {str(g): {str(k): str(v) for k, v in values.items()}
                           for g, values in data.get("groups", {}).items()}
         for group_id in self.overrides:
