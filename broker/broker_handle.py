@@ -109,7 +109,7 @@ class KafkaBroker(str):
 
 class KafkaCluster:
     """A running test cluster (``Broker(nodes=N)`` in one process): an emulation for testing
-    clients — one copy of the data, no replication."""
+    clients — one copy of the data; replicas and ISR as Kafka shows them."""
 
     def __init__(self, runner: ThreadedBroker) -> None:
         self.runner = runner

@@ -5,6 +5,13 @@ listener(s) and node id. ``ClusterNodes`` says which nodes are live, which node 
 partition (preferred leaders spread over the nodes, overridden by ``move_leader``; a stopped
 node's partitions go to the next live node) and which node hosts each ``__consumer_offsets``
 partition, i.e. each group coordinator (``GroupCoordinator.owners``).
+
+Replicas: a topic created with a replication factor above 1 (or a manual assignment) has that
+many replicas per partition, spread from the preferred leader on as Kafka spreads them. The data
+stays one copy; what clients see is Kafka's: the ISR is the live replicas (a stopped node leaves
+it and comes back when started), the leader is the preferred replica or the first live one, and
+a partition with no live replica has no leader. A topic of replication factor 1 keeps following
+its preferred slot to the next live node, so single-replica tests keep working across stops.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ class ClusterNodes:
         self.nodes: dict[int, Node] = {n: Node(n) for n in node_ids}
         self._ids = sorted(node_ids)
         self._leader_moves: dict[tuple[str, int], int] = {}
+        # topic -> (replication factor, manual replica lists of its first partitions)
+        self._replication: dict[str, tuple[int, list[list[int]]]] = {}
 
     # Nodes -----------------------------------------------------------------------------------
     def live_ids(self) -> list[int]:
@@ -69,13 +78,77 @@ class ClusterNodes:
         moved = self._leader_moves.get((topic, partition))
         if moved is not None and self.nodes[moved].live:
             return moved
+        if topic in self._replication:
+            return next((n for n in self.replicas(topic, partition) if self.nodes[n].live), -1)
         if topic == OFFSETS_TOPIC:  # the coordinators: partition p on the p-th node
             return self.preferred(partition)
         return self.preferred(zlib.crc32(topic.encode()) + partition)
 
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
         self.check_live(node_id)
+        if topic in self._replication and node_id not in self.replicas(topic, partition):
+            raise KeyError(f"node {node_id} is not a replica of {topic}-{partition}")
         self._leader_moves[(topic, partition)] = node_id
+
+    # Replicas --------------------------------------------------------------------------------
+    def registered(self) -> list[int]:
+        """Every node id, stopped ones included (Kafka counts fenced brokers as registered)."""
+        return list(self._ids)
+
+    def set_replication(self, topic: str, factor: int,
+                        assignment: list[list[int]] | None = None) -> None:
+        """Record a new topic's replication factor, or its manual replica lists."""
+        lists = [list(replicas) for replicas in assignment or ()]
+        if factor > 1 or lists:
+            self._replication[topic] = (len(lists[0]) if lists else factor, lists)
+        else:
+            self._replication.pop(topic, None)
+
+    def add_replicas(self, topic: str, first: int, assignment: list[list[int]]) -> None:
+        """Manual replica lists of partitions ``first``.. (CreatePartitions)."""
+        factor, lists = self._replication.get(topic, (1, []))
+        lists = lists + [self.replicas(topic, p) for p in range(len(lists), first)]
+        self._replication[topic] = (factor, lists + [list(r) for r in assignment])
+
+    def forget(self, topic: str) -> None:
+        self._replication.pop(topic, None)
+        for key in [k for k in self._leader_moves if k[0] == topic]:
+            del self._leader_moves[key]
+
+    def replication_factor(self, topic: str) -> int:
+        return self._replication.get(topic, (1, []))[0]
+
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """The partition's replicas, the preferred leader first."""
+        spec = self._replication.get(topic)
+        if spec is None:
+            return [self.leader(topic, partition)]
+        factor, lists = spec
+        if partition < len(lists):
+            return lists[partition]
+        ids = self._ids
+        start = (zlib.crc32(topic.encode()) + partition) % len(ids)
+        return [ids[(start + i) % len(ids)] for i in range(min(factor, len(ids)))]
+
+    def replication(self) -> dict[str, tuple[int, list[list[int]]]]:
+        """Every replicated topic: (replication factor, manual replica lists)."""
+        return {t: (factor, [list(r) for r in lists])
+                for t, (factor, lists) in self._replication.items()}
+
+    def restore_replication(self, topic: str, factor: int, assignment: list[list[int]]) -> None:
+        """Put back a stored topic's replicas; nodes this cluster does not have are left out."""
+        known = set(self._ids)
+        lists = [[n for n in replicas if n in known] for replicas in assignment]
+        if any(not replicas for replicas in lists):
+            lists = []
+        self.set_replication(topic, min(factor, len(self._ids)), lists)
+
+    def isr(self, topic: str, partition: int) -> list[int]:
+        """The in-sync replicas: the live ones."""
+        return [n for n in self.replicas(topic, partition) if self.nodes[n].live]
+
+    def offline_replicas(self, topic: str, partition: int) -> list[int]:
+        return [n for n in self.replicas(topic, partition) if not self.nodes[n].live]
 
     def leads(self, node_id: int) -> Callable[[str, int], bool]:
         return lambda topic, partition: self.leader(topic, partition) == node_id

@@ -120,5 +120,8 @@ class NodeControl:
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
         if not self._node(node_id).live:
             raise ClusterError(f"node {node_id} is stopped")
-        self.nodes.move_leader(topic, partition, node_id)
+        try:
+            self.nodes.move_leader(topic, partition, node_id)
+        except KeyError as exc:  # not one of the partition's replicas
+            raise ClusterError(exc.args[0]) from None
         log.info("leader of %s-%d moved to node %d", topic, partition, node_id)

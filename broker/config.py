@@ -63,6 +63,14 @@ DEFAULTS: dict[str, str] = {
     "log.message.timestamp.before.max.ms": "9223372036854775807",
     "compression.type": "producer",
     "min.insync.replicas": "1",
+    # Kafka's thread pools and log cleaner threads: kafkette runs one event loop, so these only
+    # answer DescribeConfigs and may be changed dynamically, as in Kafka, without effect.
+    "num.io.threads": "8",
+    "num.network.threads": "3",
+    "num.replica.fetchers": "1",
+    "num.recovery.threads.per.data.dir": "2",
+    "background.threads": "10",
+    "log.cleaner.threads": "1",
     "delete.topic.enable": "true",
     # Group coordinator (Kafka's built-in defaults; tests and docker-compose set the initial
     # rebalance delay to 0, as Kafka's shipped config/server.properties does).
@@ -184,6 +192,12 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "compression.type": ConfigKey("STRING", one_of("uncompressed", "zstd", "lz4", "snappy",
                                                    "gzip", "producer")),
     "min.insync.replicas": ConfigKey("INT", at_least(1)),
+    "num.io.threads": ConfigKey("INT", at_least(1)),
+    "num.network.threads": ConfigKey("INT", at_least(1)),
+    "num.replica.fetchers": ConfigKey("INT"),
+    "num.recovery.threads.per.data.dir": ConfigKey("INT", at_least(1)),
+    "background.threads": ConfigKey("INT", at_least(1)),
+    "log.cleaner.threads": ConfigKey("INT", at_least(0)),
     "delete.topic.enable": ConfigKey("BOOLEAN"),
     "offsets.topic.num.partitions": ConfigKey("INT", at_least(1)),
     "offsets.topic.replication.factor": ConfigKey("SHORT", at_least(1)),
@@ -333,21 +347,52 @@ def parse_listener(value: str) -> Listener:
 
 # The config -----------------------------------------------------------------------------------
 
+# The levels a broker config value comes from (BrokerConfig.layers), most specific first.
+DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT = "dynamic-broker", "dynamic-default", "static", "default"
+
+
 class BrokerConfig(Mapping[str, str]):
     """Kafka-style string properties with typed getters."""
 
     def __init__(self, overrides: Mapping[str, object] | None = None) -> None:
         self._supplied = {key: _to_str(value) for key, value in (overrides or {}).items()}
-        self._values = dict(DEFAULTS)
-        self._values.update(self._supplied)
-        # Kafka's coarser synonyms apply when the finer key is not set.
-        if "log.retention.ms" not in self._supplied:
+        # Kafka's dynamic layers over the static config (AlterConfigs on a BROKER resource):
+        # the cluster-wide default and this broker's own, which wins over the default.
+        self._dynamic_default: dict[str, str] = {}
+        self._dynamic_broker: dict[str, str] = {}
+        self._values = self._merged()
+
+    def _merged(self) -> dict[str, str]:
+        given = {**self._supplied, **self._dynamic_default, **self._dynamic_broker}
+        values = dict(DEFAULTS)
+        values.update(given)
+        # Kafka's coarser synonyms apply when the finer key is not set (at any level).
+        if "log.retention.ms" not in given:
             for key, factor in (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)):
-                if key in self._supplied and _is_int(self._supplied[key]):
-                    self._values["log.retention.ms"] = str(int(self._supplied[key]) * factor)
+                if key in given and _is_int(given[key]):
+                    values["log.retention.ms"] = str(int(given[key]) * factor)
                     break
-        if "log.dirs" not in self._supplied and "log.dir" in self._supplied:
-            self._values["log.dirs"] = self._supplied["log.dir"]
+        if "log.dirs" not in given and "log.dir" in given:
+            values["log.dirs"] = given["log.dir"]
+        return values
+
+    def apply_dynamic(self, cluster_default: Mapping[str, str],
+                      per_broker: Mapping[str, str]) -> None:
+        """Replace the dynamic layers; every getter answers the new effective values."""
+        self._dynamic_default = dict(cluster_default)
+        self._dynamic_broker = dict(per_broker)
+        self._values = self._merged()
+
+    def layers(self, key: str) -> list[tuple[str, str]]:
+        """Where ``key`` is set, most specific first: (level, value) with level one of
+        DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT (Kafka's synonym order)."""
+        out = []
+        for level, values in ((DYNAMIC_BROKER, self._dynamic_broker),
+                              (DYNAMIC_DEFAULT, self._dynamic_default),
+                              (STATIC, self._supplied), (DEFAULT, DEFAULTS)):
+            if key in values:
+                out.append((level, values[key]))
+        return out
 
     @classmethod
     def from_sources(cls, properties_file: str | Path | None,

@@ -112,11 +112,14 @@ def consumer_group_config(config: Any) -> Any:
         raise ConfigError(str(exc)) from None
 
 
-def coordinator_config(config: Any, logs: Any = None) -> Any:
+def coordinator_config(config: Any, logs: Any = None, group_overrides: Any = None) -> Any:
+    """``group_overrides``: the live map of groups' own session timeout and heartbeat interval
+    (broker/services/group_configs.py)."""
     from kafkette.coordinator.config import CoordinatorConfig
 
     return CoordinatorConfig(
         consumer=consumer_group_config(config), topics=topic_view(logs),
+        group_overrides=group_overrides if group_overrides is not None else {},
         initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
         min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
         max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
@@ -140,7 +143,8 @@ async def internal_topic(logs: Any, name: str, partitions: int, segment_bytes: s
     return info
 
 
-async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
+async def start_coordinator(logs: Any, config: Any, clock: Any, group_overrides: Any = None
+                            ) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.service import GroupCoordinator
 
@@ -148,7 +152,8 @@ async def start_coordinator(logs: Any, config: Any, clock: Any) -> Any:
                                 config.get_str("offsets.topic.segment.bytes"), "producer")
     codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
     coord = GroupCoordinator(
-        config.node_id, info.partitions, clock, coordinator_config(config, logs),
+        config.node_id, info.partitions, clock,
+        coordinator_config(config, logs, group_overrides),
         lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec),
         partition_count=_partition_counter(logs))
     await coord.start()

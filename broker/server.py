@@ -19,6 +19,8 @@ from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .faults import FaultRegistry
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
+from .services.broker_configs import BrokerConfigService
+from .services.group_configs import GroupConfigService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ class ListenerView:
             cluster=ClusterInfo(self.node_id, broker.cluster_id, lambda: self.advertised,
                                 nodes, listener.name),
             records=(broker.services.records if nodes is None
-                     else broker.services.records.for_node(nodes.leads(self.node_id))))
+                     else broker.services.records.for_node(nodes.leads(self.node_id), nodes.isr)))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._broker, name)
@@ -114,12 +116,16 @@ class Broker:
         self.views: list[ListenerView] = []
         self._bound: tuple[str, int] | None = None
         self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
+        group_configs = GroupConfigService(self.config)
         self.services = Services(
             config=self.config,
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
-            topics=TopicService(self.logs, self.config),
+            topics=TopicService(self.logs, self.config, self.cluster_nodes),
             records=RecordService(self.logs, self.stats),
-            groups=GroupService(self.logs, self.config, self.clock),
+            groups=GroupService(self.logs, self.config, self.clock,
+                                group_configs.consumer_overrides),
+            broker_configs=BrokerConfigService(self.config, self.logs),
+            group_configs=group_configs,
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -142,6 +148,9 @@ class Broker:
         self.config.log_values()
         await self.logs.start()
         try:
+            self.services.broker_configs.load()  # dynamic broker configs over the static ones
+            self.services.topics.load_replicas()  # several nodes: the topics' replicas
+            self.services.group_configs.load()  # groups' own configs, before the coordinator
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .consumer.config import ConsumerGroupConfig
@@ -30,3 +31,6 @@ class CoordinatorConfig:
     consumer: ConsumerGroupConfig = field(default_factory=_default_consumer_config)
     # the broker's topics (not a setting: a live view the consumer protocol reads)
     topics: TopicView = field(default_factory=TopicView)
+    # group id -> (session timeout ms, heartbeat interval ms) of the consumer groups that set
+    # their own (GROUP config resources): a live map the broker keeps, read at every heartbeat
+    group_overrides: Mapping[str, tuple[int, int]] = field(default_factory=dict)

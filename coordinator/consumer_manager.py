@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kafkette.protocol import consumer_group_records as cgr
@@ -29,6 +30,7 @@ from .consumer.group import ConsumerGroup, replay_record
 from .consumer.heartbeat import (
     HeartbeatRequest,
     HeartbeatResult,
+    HeartbeatSettings,
     fence_member,
     heartbeat,
     rebalance_timeout_expired,
@@ -89,6 +91,9 @@ class ConsumerGroupManager:
         self.classic = classic
         self.groups: dict[str, ConsumerGroup] = {}
         self.settings = self.config.heartbeat_settings()
+        self.group_overrides = config.group_overrides
+        # group id -> (its heartbeat interval, the settings carrying it)
+        self._group_settings: dict[str, tuple[int, HeartbeatSettings]] = {}
         self._regex_refreshed_at: dict[str, int] = {}
         # group id -> (topics metadata version, group epoch) when its subscription metadata
         # was last computed: Kafka's metadata refresh deadline (soft state, never written)
@@ -115,19 +120,40 @@ class ConsumerGroupManager:
     def on_loaded(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                self._arm_session(group.group_id, member.member_id, self._session_ms(member))
+                self._arm_session(group.group_id, member.member_id,
+                                  self._session_ms(group.group_id, member))
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._arm_rebalance(group.group_id, member.member_id, member.member_epoch,
                                         member.rebalance_timeout_ms)
 
     # Timers ----------------------------------------------------------------------------------
-    def _session_ms(self, member: Any) -> int:
+    def _session_ms(self, group_id: str, member: Any) -> int:
         meta = member.classic_member_metadata
-        return self.config.session_timeout_ms if meta is None else meta.session_timeout_ms
+        return self._group_session_ms(group_id) if meta is None else meta.session_timeout_ms
+
+    def _group_session_ms(self, group_id: str) -> int:
+        """consumer.session.timeout.ms of the group, else group.consumer.session.timeout.ms."""
+        own = self.group_overrides.get(group_id) if self.group_overrides else None
+        return self.config.session_timeout_ms if own is None else own[0]
+
+    def _heartbeat_settings(self, group_id: str) -> HeartbeatSettings:
+        """The settings with the group's consumer.heartbeat.interval.ms, if it sets one."""
+        own = self.group_overrides.get(group_id)
+        if own is None:
+            return self.settings
+        cached = self._group_settings.get(group_id)
+        if cached is None or cached[0] != own[1]:
+            cached = (own[1], replace(self.settings, heartbeat_interval_ms=own[1]))
+            self._group_settings[group_id] = cached
+        return cached[1]
 
     def _arm_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         key = _session_key(group_id, member_id)
-        delay = self.config.session_timeout_ms if timeout_ms is None else timeout_ms
+        if timeout_ms is not None:
+            delay = timeout_ms
+        else:  # (no call per heartbeat unless some group sets its own)
+            delay = self._group_session_ms(group_id) if self.group_overrides \
+                else self.config.session_timeout_ms
         if self.context.touch(key, delay):  # the pending timer's deadline moves (every beat)
             return
         self.context.schedule(
@@ -246,7 +272,8 @@ class ConsumerGroupManager:
                     prefix += encode_records(upgrade)
                     upgraded = classic
         version = self.topics.metadata_version
-        result = heartbeat(group, request, self.settings, self.topics.lookup,
+        settings = self._heartbeat_settings(group_id) if self.group_overrides else self.settings
+        result = heartbeat(group, request, settings, self.topics.lookup,
                            metadata_version=version,
                            metadata_changed=self._metadata_expired(group, version))
         if result.metadata_refreshed_epoch is not None:
@@ -259,7 +286,7 @@ class ConsumerGroupManager:
                                                           member.member_id))
                 upgraded.complete_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
             for member_id, member in group.members.items():
-                self._arm_session(group_id, member_id, self._session_ms(member))
+                self._arm_session(group_id, member_id, self._session_ms(group_id, member))
         self._apply_timers(group_id, result)
         records = result.records
         if result.cancel_timers and group is not None:  # left (epoch -1)
@@ -368,7 +395,7 @@ class ConsumerGroupManager:
 
         def on_durable() -> None:
             self.context.cancel(_sync_key(group_id, member.member_id))
-            self._arm_session(group_id, member.member_id, self._session_ms(member))
+            self._arm_session(group_id, member.member_id, self._session_ms(group_id, member))
             answer.set_result(SyncResult(E.NONE, assignment, request.protocol_type,
                                          request.protocol_name))
         return Result((), answer, on_durable=on_durable)
@@ -380,7 +407,7 @@ class ConsumerGroupManager:
                                              generation)
         except CoordinatorError as exc:
             return Result((), exc.code)
-        self._arm_session(group_id, member_id, self._session_ms(member))
+        self._arm_session(group_id, member_id, self._session_ms(group_id, member))
         if code == E.REBALANCE_IN_PROGRESS and (group_id, member_id) not in self._join_timers:
             self._join_timers.add((group_id, member_id))
             self.context.schedule(

@@ -351,6 +351,12 @@ class LogManager:
         await self._save_catalog()
         return new_info
 
+    def reapply_broker_config(self) -> None:
+        """Rebuild every partition's settings from the broker config, which changed (dynamic
+        broker configs supply the defaults of topic configs)."""
+        for (name, _partition), plog in self._logs.items():
+            plog.config = self.log_config(name)
+
     async def delete_topic(self, name: str) -> None:
         info = self._topics.pop(name, None)
         if info is None:

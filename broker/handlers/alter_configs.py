@@ -1,10 +1,11 @@
 """AlterConfigs (key 33, versions 0-2) and IncrementalAlterConfigs (key 44, versions 0-1)
-for topics. Broker configs are static in kafkette: changing one is refused as Kafka refuses a
-read-only broker config."""
+for topics, brokers and groups. A BROKER resource is a node id (that broker's dynamic configs)
+or "" (the cluster-wide default), see broker/services/broker_configs.py; a GROUP resource is a
+group id, see broker/services/group_configs.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -13,20 +14,34 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.build import item_type, make
 from kafkette.storage.topic_config import LIST, TOPIC_CONFIGS
 
+from ..config import config_key
 from ..context import RequestContext
 from ..routes import api
 from ..services import ServiceError
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
+def _topic_list_default(name: str) -> str | None:
+    """The default of a LIST topic config (None: not a list)."""
+    d = TOPIC_CONFIGS[name]
+    return d.default if d.type == LIST else None
+
+
 def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
+    for c in configs:
+        if c.name not in TOPIC_CONFIGS:
+            raise ServiceError(ErrorCode.invalid_config, f"Unknown topic config name: {c.name}")
+    return _apply_operations(current, configs, _topic_list_default)
+
+
+def _apply_operations(current: dict[str, str], configs: Any,
+                      list_default: Callable[[str], str | None]) -> dict[str, str]:
+    """Kafka's prepareIncrementalConfigs: SET, DELETE, and APPEND/SUBTRACT on LIST configs
+    (``list_default(name)``: the value a list starts from, None for a config that is no list)."""
     out = dict(current)
     for c in configs:
-        d = TOPIC_CONFIGS.get(c.name)
-        if d is None:
-            raise ServiceError(ErrorCode.invalid_config, f"Unknown topic config name: {c.name}")
         op = c.config_operation
         if op == SET:
             if c.value is None:
@@ -35,12 +50,13 @@ def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
         elif op == DELETE:
             out.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
-            if d.type != LIST:
+            default = list_default(c.name)
+            if default is None:
                 raise ServiceError(ErrorCode.invalid_config,
                                    f"Config value append is not allowed for config key: {c.name}"
                                    if op == APPEND else
                                    f"Config value subtract is not allowed for config key: {c.name}")
-            items = [v for v in out.get(c.name, d.default).split(",") if v.strip()]
+            items = [v for v in out.get(c.name, default).split(",") if v.strip()]
             values = [v.strip() for v in (c.value or "").split(",") if v.strip()]
             if op == APPEND:
                 items += [v for v in values if v not in items]
@@ -52,24 +68,53 @@ def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
     return out
 
 
+def _broker_list_default(config: Mapping[str, str]) -> Callable[[str], str | None]:
+    def list_default(name: str) -> str | None:
+        spec = config_key(name)
+        return config.get(name, "") if spec is not None and spec.type == "LIST" else None
+    return list_default
+
+
+def _broker_incremental(config: Mapping[str, str]) -> Callable[[dict[str, str], Any], dict[str, str]]:
+    return lambda current, configs: _apply_operations(current, configs,
+                                                      _broker_list_default(config))
+
+
+def _group_incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
+    return _apply_operations(current, configs, lambda _name: None)  # no group config is a list
+
+
+def _replace_all(_current: dict[str, str], configs: Any) -> dict[str, str]:
+    # Legacy AlterConfigs replaces every override of the resource with the given set.
+    return {c.name: c.value for c in configs}
+
+
 async def _alter(ctx: RequestContext, req: Any,
-                 new_configs: Callable[[dict[str, str], Any], dict[str, str]]):
+                 topic_configs: Callable[[dict[str, str], Any], dict[str, str]],
+                 broker_configs: Callable[[dict[str, str], Any], dict[str, str]],
+                 group_configs: Callable[[dict[str, str], Any], dict[str, str]]):
     cls = ctx.response_type
     result_cls = item_type(cls, "responses")
     topics = ctx.services.topics
     results = []
     for res in req.resources:
         code, message = ErrorCode.none, None
+        changes = res.configs
         try:
             if res.resource_type == TOPIC:
-                changes = res.configs
                 await topics.alter_configs(
-                    res.resource_name, lambda current: new_configs(current, changes),  # noqa: B023
+                    res.resource_name, lambda current: topic_configs(current, changes),  # noqa: B023
                     validate_only=req.validate_only)
             elif res.resource_type == BROKER:
-                names = ", ".join(c.name for c in res.configs)
-                raise ServiceError(ErrorCode.invalid_config,
-                                   f"Cannot update these configs dynamically: Set({names})")
+                await ctx.services.broker_configs.alter(
+                    res.resource_name, ctx.cluster.node_id,
+                    lambda current: broker_configs(current, changes),  # noqa: B023
+                    validate_only=req.validate_only)
+            elif res.resource_type == GROUP:
+                await ctx.services.group_configs.alter(
+                    res.resource_name,
+                    lambda current: group_configs(current, changes),  # noqa: B023
+                    validate_only=req.validate_only)
             else:
                 raise ServiceError(ErrorCode.invalid_request,
                                    f"Unsupported resource type {res.resource_type}")
@@ -82,10 +127,10 @@ async def _alter(ctx: RequestContext, req: Any,
 
 @api(44, 0, 1)
 async def handle_incremental_alter_configs(ctx: RequestContext, req: Any):
-    return await _alter(ctx, req, _incremental)
+    return await _alter(ctx, req, _incremental, _broker_incremental(ctx.config),
+                        _group_incremental)
 
 
 @api(33, 0, 2)
 async def handle_alter_configs(ctx: RequestContext, req: Any):
-    # Legacy AlterConfigs replaces every override of the resource with the given set.
-    return await _alter(ctx, req, lambda _current, configs: {c.name: c.value for c in configs})
+    return await _alter(ctx, req, _replace_all, _replace_all, _replace_all)

@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32), versions 1-4, for topics and the broker."""
+"""DescribeConfigs (key 32), versions 1-4, for topics, brokers and groups."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..routes import api
 from ..services import ServiceError
 from ..services.config_entries import DEFAULT_CONFIG, broker_config_entries
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
 
 @api(32, 1, 4)
@@ -40,9 +40,17 @@ def handle_describe_configs(ctx: RequestContext, req: Any):
                     f"Unexpected broker id, expected {node_id} or empty string, "
                     f"but received {res.resource_name}")
             else:
-                entries = broker_config_entries(ctx.config, keys)
+                layers = ctx.services.broker_configs
+                entries = broker_config_entries(ctx.config, keys,
+                                                layers.layer(res.resource_name, node_id),
+                                                layers.cluster_default)
         elif res.resource_type == BROKER_LOGGER:
             entries = []
+        elif res.resource_type == GROUP:
+            try:
+                entries = ctx.services.group_configs.entries(res.resource_name, keys)
+            except ServiceError as exc:
+                error, message = exc.code, exc.message
         else:
             error, message = ErrorCode.invalid_request, \
                 f"Unsupported resource type {res.resource_type}"

@@ -19,8 +19,9 @@ from ..context import RequestContext
 from ..routes import api
 from ._groups_common import ZERO, coordinator, ms, respond_with
 
-# READ | DELETE | DESCRIBE (AclOperation codes 3, 6, 8) — what an unauthenticated broker allows.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# READ | DELETE | DESCRIBE | DESCRIBE_CONFIGS | ALTER_CONFIGS (AclOperation codes 3, 6, 8, 10, 11):
+# every operation a group supports in Kafka 4.0, what a broker without an authorizer allows.
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 AUTH_OPS_OMITTED = -(2**31)
 
 

@@ -15,6 +15,14 @@ from ..services import ServiceError
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTH_OPS_OMITTED = -(2**31)
+# Without an authorizer Kafka allows, and reports, every operation a resource type supports
+# (AclEntry.supportedOperations as a bit field of AclOperation codes).
+# Topic: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11.
+TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))  # 0xDF8
+# Cluster: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # 0x1FA0
 
 
 @api(3, 0, 13)
@@ -25,22 +33,32 @@ async def handle_metadata(ctx: RequestContext, req):
     topic_cls = item_type(cls, "topics")
     part_cls = item_type(topic_cls, "partitions")
     node = cluster.node_id
+    # Kafka sets it on every topic of the answer, unknown ones included.
+    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS
+                 if getattr(req, "include_topic_authorized_operations", False) else AUTH_OPS_OMITTED)
+
+    if cluster.nodes is None:
+        def partition_entry(_topic: str, p: int) -> object:
+            return make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=node,
+                        leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
+                        offline_replicas=())
+    else:
+        def partition_entry(topic: str, p: int) -> object:
+            lead, replicas, isr, offline = cluster.partition_state(topic, p)
+            # No live replica: Kafka answers LEADER_NOT_AVAILABLE with leader -1.
+            return make(part_cls, error_code=ErrorCode.none if lead >= 0
+                        else ErrorCode.leader_not_available, partition_index=p, leader_id=lead,
+                        leader_epoch=0, replica_nodes=tuple(replicas), isr_nodes=tuple(isr),
+                        offline_replicas=tuple(offline))
 
     def topic_entry(error: ErrorCode, name: str | None, info=None, topic_id=ZERO_UUID):
         partitions = ()
         if info is not None:
             topic_id = info.topic_id
-            leader = cluster.leader if cluster.nodes is not None else (lambda _t, _p: node)
-            partitions = tuple(
-                make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=lead,
-                     leader_epoch=0, replica_nodes=(lead,), isr_nodes=(lead,),
-                     offline_replicas=())
-                for p in range(info.partitions)
-                for lead in (leader(info.name, p),)
-            )
+            partitions = tuple(partition_entry(info.name, p) for p in range(info.partitions))
         return make(topic_cls, error_code=error, name=name, topic_id=topic_id,
                     is_internal=bool(info and info.internal), partitions=partitions,
-                    topic_authorized_operations=AUTH_OPS_OMITTED)
+                    topic_authorized_operations=topic_ops)
 
     requested = req.topics
     if ctx.api_version == 0 and not requested:
@@ -82,7 +100,8 @@ async def handle_metadata(ctx: RequestContext, req):
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller(),
         topics=topics,
-        cluster_authorized_operations=AUTH_OPS_OMITTED,
+        cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+        if getattr(req, "include_cluster_authorized_operations", False) else AUTH_OPS_OMITTED,
         error_code=ErrorCode.none,
     )
 

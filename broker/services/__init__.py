@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config import BrokerConfig
+from .broker_configs import BrokerConfigService
 from .cluster import ClusterInfo
 from .errors import ServiceError
+from .group_configs import GroupConfigService
 from .groups import GroupService
 from .records import RecordService
 from .topics import TopicService
@@ -23,10 +25,12 @@ class Services:
     topics: TopicService
     records: RecordService
     groups: GroupService
+    broker_configs: BrokerConfigService
+    group_configs: GroupConfigService
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["ClusterInfo", "GroupService", "RecordService", "ServiceError", "Services",
+__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
            "TopicService"]

@@ -36,6 +36,15 @@ class ClusterInfo:
     def leader(self, topic: str, partition: int) -> int:
         return self.node_id if self.nodes is None else self.nodes.leader(topic, partition)
 
+    def partition_state(self, topic: str, partition: int) -> tuple[int, list[int], list[int],
+                                                                  list[int]]:
+        """(leader, replicas, in-sync replicas, offline replicas); leader -1: none is live."""
+        if self.nodes is None:
+            return self.node_id, [self.node_id], [self.node_id], []
+        nodes = self.nodes
+        return (nodes.leader(topic, partition), nodes.replicas(topic, partition),
+                nodes.isr(topic, partition), nodes.offline_replicas(topic, partition))
+
     def address_of(self, node_id: int) -> tuple[str, int] | None:
         if node_id == self.node_id:
             return self.address()

@@ -2,20 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kafkette.storage.topic_config import BOOLEAN, INT, LONG, STRING, TOPIC_CONFIGS, effective_value
 
-from ..config import DEFAULTS
+from ..config import DEFAULTS, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC
+from .broker_configs import is_dynamic
 
-# ConfigSource values.
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+# ConfigSource values (DescribeConfigsResponse.ConfigSource).
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+_SOURCE = {DYNAMIC_BROKER: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT: DYNAMIC_DEFAULT_BROKER_CONFIG,
+           STATIC: STATIC_BROKER_CONFIG}
 
 
-def _broker_source(key: str, broker_config: Any) -> int:
-    value = broker_config.get(key)
-    return STATIC_BROKER_CONFIG if key in DEFAULTS and value != DEFAULTS[key] or (
-        key not in DEFAULTS and value is not None) else DEFAULT_CONFIG
+def _broker_synonyms(key: str, broker_config: Any,
+                     own: Mapping[str, str] | None) -> list[tuple[str, str, int]]:
+    """(name, value, source) of ``key`` at every level that sets it, most specific first (Kafka's
+    ConfigHelper.configSynonyms). ``own``: the described broker's per-broker dynamic layer (None:
+    the cluster default is described, which has no per-broker level). A static value equal to
+    Kafka's default is reported as the default."""
+    out = []
+    if own is not None and key in own:
+        out.append((key, own[key], DYNAMIC_BROKER_CONFIG))
+    for level, value in broker_config.layers(key):
+        if level == DYNAMIC_DEFAULT:
+            out.append((key, value, DYNAMIC_DEFAULT_BROKER_CONFIG))
+        elif level == STATIC and (key not in DEFAULTS or value != DEFAULTS[key]):
+            out.append((key, value, STATIC_BROKER_CONFIG))
+    if key in DEFAULTS:
+        out.append((key, DEFAULTS[key], DEFAULT_CONFIG))
+    return out
 
 
 def topic_config_entries(overrides: dict[str, str], broker_config: Any,
@@ -29,14 +47,17 @@ def topic_config_entries(overrides: dict[str, str], broker_config: Any,
         synonyms = []
         if name in overrides:
             synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
-        if d.synonym and d.synonym in broker_config and _broker_source(d.synonym, broker_config) == STATIC_BROKER_CONFIG:
-            synonyms.append((d.synonym, broker_config[d.synonym], STATIC_BROKER_CONFIG))
         if d.synonym:
-            synonyms.append((d.synonym, DEFAULTS.get(d.synonym, d.default), DEFAULT_CONFIG))
+            applied = dict(broker_config.layers(d.synonym)).get(DYNAMIC_BROKER)
+            own = {d.synonym: applied} if applied is not None else {}
+            broker_levels = _broker_synonyms(d.synonym, broker_config, own)
+            if not any(s == DEFAULT_CONFIG for _, _, s in broker_levels):
+                broker_levels.append((d.synonym, d.default, DEFAULT_CONFIG))
+            synonyms += broker_levels
         if where == "topic":
             source = DYNAMIC_TOPIC_CONFIG
         elif where == "broker":
-            source = _broker_source(d.synonym or "", broker_config)
+            source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
         else:
             source = DEFAULT_CONFIG
         out.append(dict(name=name, value=value, source=source, type=d.type, synonyms=synonyms,
@@ -54,16 +75,22 @@ def _guess_type(value: str) -> int:
     return INT if -(2**31) <= n < 2**31 else LONG
 
 
-def broker_config_entries(broker_config: Any, keys: set[str] | None) -> list[dict[str, Any]]:
+def broker_config_entries(broker_config: Any, keys: set[str] | None,
+                          own: Mapping[str, str] | None,
+                          cluster_default: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The configs of one broker (``own``: its per-broker dynamic layer) or, with ``own`` None,
+    of the cluster-wide default resource "", which lists only its dynamic values (Kafka)."""
+    names = set(cluster_default) if own is None else set(broker_config) | set(own)
     out = []
-    for key in sorted(broker_config):
+    for key in sorted(names):
         if keys is not None and key not in keys:
             continue
-        value = broker_config[key]
-        source = _broker_source(key, broker_config)
-        synonyms = [(key, value, source)]
-        if source != DEFAULT_CONFIG and key in DEFAULTS:
-            synonyms.append((key, DEFAULTS[key], DEFAULT_CONFIG))
+        synonyms = _broker_synonyms(key, broker_config, own)
+        source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
+        if source in (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG):
+            value = synonyms[0][1]
+        else:
+            value = broker_config.get(key, synonyms[0][1] if synonyms else "")
         out.append(dict(name=key, value=value, source=source, type=_guess_type(value),
-                        synonyms=synonyms, read_only=True))
+                        synonyms=synonyms, read_only=not is_dynamic(key)))
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,10 +33,13 @@ def _import_modules(names: tuple[str, ...]) -> None:
 class GroupService:
     """Holds the coordinator once it exists; ``coordinator`` is None until it has loaded."""
 
-    def __init__(self, logs: LogManager, config: Any, clock: Any) -> None:
+    def __init__(self, logs: LogManager, config: Any, clock: Any,
+                 group_overrides: Mapping[str, tuple[int, int]] | None = None) -> None:
         self._logs = logs
         self._config = config
         self._clock = clock
+        # groups' own session timeout and heartbeat interval (GROUP configs), read live
+        self._group_overrides = group_overrides
         self.coordinator: GroupCoordinator | None = None
         from ..offsets_log import consumer_group_config
 
@@ -50,7 +54,8 @@ class GroupService:
         await asyncio.to_thread(_import_modules, _COORDINATOR_MODULES)
         from ..offsets_log import TRANSACTION_TOPIC, start_coordinator
 
-        self.coordinator = await start_coordinator(self._logs, self._config, self._clock)
+        self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
+                                                   self._group_overrides)
         if self._logs.topic(TRANSACTION_TOPIC) is not None:
             await self._start_transactions()
 

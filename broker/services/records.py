@@ -43,16 +43,20 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 
 class RecordService:
     def __init__(self, logs: LogManager, stats: BrokerStats | None = None,
-                 leads: Callable[[str, int], bool] | None = None) -> None:
+                 leads: Callable[[str, int], bool] | None = None,
+                 isr: Callable[[str, int], list[int]] | None = None) -> None:
         self._logs = logs
         self._stats = stats if stats is not None else BrokerStats(per_request=False)
-        # Several nodes in one process (broker/cluster.py): whether this node leads a partition.
+        # Several nodes in one process (broker/cluster.py): whether this node leads a partition,
+        # and a partition's in-sync replicas (one node alone is the whole ISR).
         self._leads = leads
+        self._isr = isr
 
-    def for_node(self, leads: Callable[[str, int], bool]) -> RecordService:
+    def for_node(self, leads: Callable[[str, int], bool],
+                 isr: Callable[[str, int], list[int]] | None = None) -> RecordService:
         """This service as one node of several sees it: other nodes' partitions answer
-        NOT_LEADER_OR_FOLLOWER."""
-        return RecordService(self._logs, self._stats, leads)
+        NOT_LEADER_OR_FOLLOWER, acks=all needs ``isr`` to meet min.insync.replicas."""
+        return RecordService(self._logs, self._stats, leads, isr)
 
     def _partition(self, topic: str, partition: int) -> PartitionLog:
         plog = self._logs.get_partition(topic, partition)
@@ -99,11 +103,14 @@ class RecordService:
                 raise ServiceError(ErrorCode(code), "the partition is not in the producer's "
                                    "ongoing transaction")
         if acks == -1 and cfg.min_insync_replicas > 1:
-            # One broker is the whole ISR: acks=all cannot meet a larger min.insync.replicas.
-            raise ServiceError(ErrorCode.not_enough_replicas,
-                               f"The size of the current ISR Set(1) is insufficient to satisfy "
-                               f"the min.isr requirement of {cfg.min_insync_replicas} for "
-                               f"partition {topic}-{partition}")
+            # acks=all needs min.insync.replicas in sync (one broker alone is the whole ISR).
+            in_sync = self._isr(topic, partition) if self._isr is not None else [1]
+            if len(in_sync) < cfg.min_insync_replicas:
+                raise ServiceError(
+                    ErrorCode.not_enough_replicas,
+                    f"The size of the current ISR Set({', '.join(map(str, in_sync))}) is "
+                    f"insufficient to satisfy the min.isr requirement of "
+                    f"{cfg.min_insync_replicas} for partition {topic}-{partition}")
         try:
             if cfg.compression >= 0 and header.compression != cfg.compression:
                 records, header = _recompress(records, header, cfg.compression)

@@ -8,21 +8,26 @@ coordinator owns them (see ``INTERNAL_TOPIC_REFUSED``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkette.storage.log import KafkaStorageError
+from kafkette.storage.recovery import write_durably
 from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from .config_entries import topic_config_entries
 from .errors import ServiceError, unknown_partition
+
+if TYPE_CHECKING:
+    from ..cluster import ClusterNodes
 
 log = logging.getLogger("kafkette.topics")
 
@@ -32,6 +37,8 @@ ZERO_UUID = uuid.UUID(int=0)
 # a cluster that protects __consumer_offsets answers TOPIC_AUTHORIZATION_FAILED. kafkette has no
 # authorizer and its coordinator cannot survive losing the topic, so it always answers that.
 INTERNAL_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+# The replicas of topics created with several nodes (broker/cluster.py), in log.dirs.
+REPLICAS_FILE = "kafkette-replicas.json"
 
 
 def valid_topic_name(name: str) -> bool:
@@ -47,12 +54,15 @@ class NewTopic:
     replication_factor: int
     configs: dict[str, str]
     topic_id: uuid.UUID = ZERO_UUID
+    assignment: list[list[int]] = field(default_factory=list)  # manual replica lists
 
 
 class TopicService:
-    def __init__(self, logs: LogManager, config: Any) -> None:
+    def __init__(self, logs: LogManager, config: Any, nodes: ClusterNodes | None = None) -> None:
         self._logs = logs
         self._config = config
+        # Several nodes in one process (broker/cluster.py): they hold the topics' replicas.
+        self._nodes = nodes
         self._create_lock = asyncio.Lock()
         # called after a topic is created, deleted or grows (the group coordinator's hook)
         self.on_change: list[Callable[[], None]] = []
@@ -117,14 +127,72 @@ class TopicService:
                                f"Topic '{name}' already exists.") from None
         except KafkaStorageError as exc:
             raise ServiceError(ErrorCode.kafka_storage_error, str(exc)) from None
+        if self._nodes is not None:
+            self._nodes.set_replication(name, topic.replication_factor, topic.assignment)
+            await self._save_replicas()
         self._changed()
         return NewTopic(name, topic.partitions, topic.replication_factor, topic.configs,
-                        info.topic_id)
+                        info.topic_id, topic.assignment)
+
+    # Replicas (several nodes) -------------------------------------------------------------------
+    def load_replicas(self) -> None:
+        """Put back the stored replicas of the topics that still exist (same topic id)."""
+        if self._nodes is None:
+            return
+        try:
+            data = json.loads((self._logs.directory / REPLICAS_FILE).read_text())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring %s: %s", REPLICAS_FILE, exc)
+            return
+        for name, entry in data.get("topics", {}).items():
+            info = self._logs.topic(name)
+            if info is not None and str(info.topic_id) == entry.get("topic_id"):
+                self._nodes.restore_replication(name, int(entry["factor"]),
+                                                entry.get("assignment", []))
+
+    async def _save_replicas(self) -> None:
+        assert self._nodes is not None
+        topics = {}
+        for name, (factor, lists) in self._nodes.replication().items():
+            info = self._logs.topic(name)
+            if info is not None:
+                topics[name] = {"topic_id": str(info.topic_id), "factor": factor,
+                                "assignment": lists}
+        text = json.dumps({"version": 1, "topics": topics}, indent=1, sort_keys=True)
+        await asyncio.to_thread(write_durably, self._logs.directory / REPLICAS_FILE, text)
+
+    def _registered(self) -> list[int]:
+        """The broker ids replicas may be placed on."""
+        return [self._config.node_id] if self._nodes is None else self._nodes.registered()
+
+    def _check_assignment(self, replicas: Sequence[int], factor: int | None) -> None:
+        """Kafka's validateManualPartitionAssignment."""
+        if not replicas:
+            raise ServiceError(ErrorCode.invalid_replica_assignment,
+                               "The manual partition assignment includes an empty replica list.")
+        registered = set(self._registered())
+        previous = None
+        for broker in sorted(replicas):
+            if broker not in registered:
+                raise ServiceError(ErrorCode.invalid_replica_assignment,
+                                   f"The manual partition assignment includes broker {broker}, "
+                                   "but no such broker is registered.")
+            if broker == previous:
+                raise ServiceError(ErrorCode.invalid_replica_assignment,
+                                   f"The manual partition assignment includes the broker "
+                                   f"{broker} more than once.")
+            previous = broker
+        if factor is not None and len(replicas) != factor:
+            raise ServiceError(ErrorCode.invalid_replica_assignment,
+                               f"The manual partition assignment includes a partition with "
+                               f"{len(replicas)} replica(s), but this is not consistent with "
+                               f"previous partitions, which have {factor} replica(s).")
 
     def _check_new(self, name: str, partitions: int, rf: int,
                    assignments: Sequence[Sequence[int]],
                    configs: Mapping[str, str | None]) -> NewTopic:
-        node = self._config.node_id
         if not valid_topic_name(name):
             raise ServiceError(
                 ErrorCode.invalid_topic_exception,
@@ -143,11 +211,9 @@ class TopicService:
                     ErrorCode.invalid_request,
                     "Both numPartitions or replicationFactor and replicasAssignments were set. "
                     "Both cannot be used at the same time.")
-            if any(tuple(replicas) != (node,) for replicas in assignments):
-                raise ServiceError(
-                    ErrorCode.invalid_replica_assignment,
-                    f"The manual partition assignment includes broker(s) other than {node}.")
-            partitions, rf = len(assignments), 1
+            for replicas in assignments:
+                self._check_assignment(replicas, len(assignments[0]))
+            partitions, rf = len(assignments), len(assignments[0])
         if partitions == -1:
             partitions = self._config.get_int("num.partitions")
         if partitions <= 0:
@@ -159,12 +225,14 @@ class TopicService:
             raise ServiceError(
                 ErrorCode.invalid_replication_factor,
                 "Replication factor must be larger than 0, or -1 to use the default value.")
-        if rf > 1:
+        registered = len(self._registered())
+        if rf > registered:
             raise ServiceError(
                 ErrorCode.invalid_replication_factor,
                 f"Unable to replicate the partition {rf} time(s): The target replication factor "
-                f"of {rf} cannot be reached because only 1 broker(s) are registered.")
-        return NewTopic(name, partitions, rf, _validated(configs))
+                f"of {rf} cannot be reached because only {registered} broker(s) are registered.")
+        return NewTopic(name, partitions, rf, _validated(configs),
+                        assignment=[list(r) for r in assignments])
 
     def _collides(self, name: str) -> str | None:
         norm = name.replace(".", "_")
@@ -191,6 +259,9 @@ class TopicService:
             raise ServiceError(INTERNAL_TOPIC_REFUSED,
                                f"Internal topic {info.name} cannot be deleted.")
         await self._logs.delete_topic(info.name)
+        if self._nodes is not None:
+            self._nodes.forget(info.name)
+            await self._save_replicas()
         self._changed()
         return info
 
@@ -199,7 +270,6 @@ class TopicService:
                              assignments: Sequence[Sequence[int]] | None,
                              *, validate_only: bool) -> None:
         info = self.require(name)
-        node = self._config.node_id
         if info.internal:
             raise ServiceError(INTERNAL_TOPIC_REFUSED,
                                f"The number of partitions of internal topic {name} cannot change.")
@@ -210,14 +280,19 @@ class TopicService:
         if count == info.partitions:
             raise ServiceError(ErrorCode.invalid_partitions,
                                f"Topic already has {info.partitions} partitions.")
-        if assignments is not None and (
-                len(assignments) != count - info.partitions
-                or any(tuple(replicas) != (node,) for replicas in assignments)):
-            raise ServiceError(ErrorCode.invalid_replica_assignment, (
-                f"Attempted to add {count - info.partitions} additional partition(s), but only "
-                f"{len(assignments)} assignment(s) were specified on broker {node}."))
+        if assignments is not None:
+            if len(assignments) != count - info.partitions:
+                raise ServiceError(ErrorCode.invalid_replica_assignment, (
+                    f"Attempted to add {count - info.partitions} additional partition(s), but "
+                    f"only {len(assignments)} assignment(s) were specified."))
+            factor = 1 if self._nodes is None else self._nodes.replication_factor(name)
+            for replicas in assignments:
+                self._check_assignment(replicas, factor)
         if not validate_only:
             await self._logs.create_partitions(name, count)
+            if self._nodes is not None and assignments:
+                self._nodes.add_replicas(name, info.partitions, [list(r) for r in assignments])
+                await self._save_replicas()
             self._changed()
 
     # Configs -----------------------------------------------------------------------------------

@@ -339,7 +339,7 @@ def test_alter_topic_configs(broker) -> None:
         assert incremental(("segment.bytes", 0, "1"), name="nope").error_code == \
             ErrorCode.unknown_topic_or_partition
         assert incremental(("num.partitions", 0, "3"), name="1", rtype=4).error_code == \
-            ErrorCode.invalid_config
+            ErrorCode.invalid_request  # not a dynamic broker config
         legacy = request_type(33, 1)
         lr_cls = type(entity(legacy, "resources", resource_type=2, resource_name="alt", configs=()))
         res = entity(legacy, "resources", resource_type=2, resource_name="alt",
