@@ -149,7 +149,7 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]
     (correlation_id,) = _I32.unpack_from(frame, 0)
     pos = 4
     if c.flexible and api_key != API_VERSIONS_KEY:
-        from .headers import skip_tagged_fields
+        from .varint import skip_tagged_fields
 
         pos = skip_tagged_fields(frame, pos)
     value, _ = entity_reader(c.response_type)(memoryview(frame), pos)

@@ -9,14 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .varint import (  # noqa: F401 - re-exported: the header codec's varints
-    MAX_HEADER_TAGS,
-    ONE_BYTE_UVARINTS,
-    HeaderError,
-    encode_uvarint,
-    read_uvarint,
-    skip_tagged_fields,
-)
+from .varint import HeaderError, skip_tagged_fields
 
 _HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _I32 = struct.Struct(">i")
