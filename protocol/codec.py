@@ -13,7 +13,6 @@ from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 
 from .encoder import entity_encoder
-from .headers import RequestHeader, parse_request_header
 from .validate import MalformedRequest, body_checker
 
 DEFAULT_MAX_ELEMENTS = 20_000  # broker config request.max.elements
@@ -124,11 +123,6 @@ def request_type(api_key: int, version: int) -> type:
 
 def response_type(api_key: int, version: int) -> type:
     return codec(api_key, version).response_type
-
-
-def decode_request(frame: bytes, version_codec: ApiCodec) -> tuple[RequestHeader, Any]:
-    header, offset = parse_request_header(frame, version_codec.flexible)
-    return header, version_codec.decode(frame, offset)
 
 
 def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,

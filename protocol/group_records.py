@@ -176,7 +176,6 @@ def encode_group_metadata_value(protocol_type: str, generation: int, protocol: s
     return b"".join(parts)
 
 
-_V3_HEAD = struct.Struct(">hqih")
 _V3_EMPTY = struct.Struct(">hqihq")  # v3 with empty metadata: one pack
 _OFFSET_KEY_V1 = b"\x00\x01"
 

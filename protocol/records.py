@@ -25,7 +25,6 @@ from .varint import encode_varint, read_varint, write_varint
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 CRC_START = 21
-MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
@@ -145,11 +144,6 @@ def verify_crc(batch: bytes | bytearray | memoryview) -> bool:
     return google_crc32c.value(view[CRC_START:].tobytes()) == stored
 
 
-def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
-    """Rewrite a batch's base offset in place (outside the CRC, so nothing else changes)."""
-    _I64.pack_into(buf, pos, base_offset)
-
-
 def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp_ms: int) -> None:
     """Mark a batch LogAppendTime with max timestamp ``timestamp_ms`` and recompute its CRC."""
     view = memoryview(buf)
@@ -159,10 +153,6 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp_ms: int
     _I64.pack_into(view, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
     end = pos + length + LOG_OVERHEAD
     _U32.pack_into(view, pos + CRC_OFFSET, google_crc32c.value(bytes(view[pos + CRC_START : end])))
-
-
-def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
-    struct.pack_into(">i", buf, pos + 12, epoch)
 
 
 # Compression ---------------------------------------------------------------------------------
@@ -461,18 +451,3 @@ def key_values(batch: bytes | bytearray | memoryview) -> list[tuple[bytes | None
     if walked is None:
         return [(r.key, r.value) for r in decode_records(batch)]
     return walked[0]
-
-
-def validate_batch(batch: bytes | bytearray | memoryview) -> BatchHeader:
-    """Header of a batch a producer sent, after the checks Kafka makes before appending."""
-    view = memoryview(batch)
-    header = parse_batch_header(view)
-    if header.magic != 2:
-        raise CorruptRecordError(f"record batch magic {header.magic} is not supported")
-    if header.size != len(view):
-        raise CorruptRecordError("record batch length does not match the bytes sent")
-    if not verify_crc(view):
-        raise CorruptRecordError("record batch CRC mismatch")
-    if header.records_count <= 0 and header.last_offset_delta < 0:
-        raise CorruptRecordError("record batch has no records")
-    return header
