@@ -31,8 +31,8 @@ from kafkette.broker.testing import BrokerProcess
 from kafkette.broker.testing import test_config as broker_config
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import encode_request, request_type
-from kafkette.protocol.headers import read_uvarint
 from kafkette.protocol.records import build_batch
+from kafkette.protocol.varint import read_uvarint
 
 MB = 1 << 20
 _I32 = struct.Struct(">i")

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import codec, encode_request
-from kafkette.protocol.headers import parse_request_header
+from kafkette.protocol.headers import HeaderParser
 from kafkette.protocol.validate import check_body
 
 
@@ -70,7 +70,7 @@ def main() -> None:
     for name, (key, version, body) in _samples().items():
         api = codec(key, version)
         frame = encode_request(key, version, 1, "bench", body)[4:]
-        _, offset = parse_request_header(frame, api.flexible)
+        _, offset = HeaderParser().parse(frame, api.flexible)
         view = memoryview(frame)
         kio_only = _per_call(lambda a=api, v=view, o=offset: a._read(v, o), args.n)
         check = _per_call(lambda a=api, f=frame, o=offset: check_body(a.request_type, f, o, 10**6),

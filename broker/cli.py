@@ -116,6 +116,9 @@ def run_pipeline(argv: list[str]) -> int:
 
 def _import_broker() -> None:
     # In a thread, while the event loop answers ApiVersions on the early listeners.
+    from kafkette.protocol.kio_import import import_kio_without_hypothesis
+
+    import_kio_without_hypothesis()
     import kafkette.broker.server  # noqa: F401
 
 

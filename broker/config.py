@@ -341,10 +341,6 @@ def parse_listeners(value: str) -> list[Listener]:
     return out
 
 
-def parse_listener(value: str) -> Listener:
-    return parse_listeners(value)[0]
-
-
 # The config -----------------------------------------------------------------------------------
 
 # The levels a broker config value comes from (BrokerConfig.layers), most specific first.
@@ -496,11 +492,6 @@ class BrokerConfig(Mapping[str, str]):
     def advertised_listeners(self) -> list[Listener]:
         value = self._values.get("advertised.listeners", "")
         return parse_listeners(value) if value.strip() else []
-
-    @property
-    def advertised_listener(self) -> Listener | None:
-        advertised = self.advertised_listeners
-        return advertised[0] if advertised else None
 
     def advertised_for(self, name: str) -> Listener | None:
         """The advertised address of listener ``name`` (None: advertise the bound one)."""

@@ -26,11 +26,11 @@ from kafkette.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     CorruptRecordError,
-    _read_varint,
     decompress,
     key_values,
     plain_key_values,
 )
+from kafkette.protocol.varint import read_varint
 
 from .log import TxnMarker, TxnRecordKey
 from .offset_store import MIN_LENGTH_BY_VERSION, NOT_AN_OFFSET, REST_START, TopicOffsets
@@ -159,17 +159,17 @@ def _record(data: bytes, start: int, delta_bytes: int
             ) -> tuple[int, int, int, int, int, int] | None:
     """(size, offset-delta column, key start, key end, value start, value end) of the record
     at ``start`` if it has the layout bulk replay handles."""
-    length, pos = _read_varint(data, start)
+    length, pos = read_varint(data, start)
     end = pos + length
     if data[pos + 1] != 0:  # timestamp delta 0
         return None
     delta_col = pos + 2 - start
     pos += 2 + delta_bytes
-    klen, pos = _read_varint(data, pos)
+    klen, pos = read_varint(data, pos)
     if klen < 10:
         return None
     kstart, pos = pos, pos + klen
-    vlen, pos = _read_varint(data, pos)
+    vlen, pos = read_varint(data, pos)
     if vlen < 0:
         return None
     vstart, pos = pos, pos + vlen

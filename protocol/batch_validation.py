@@ -28,6 +28,7 @@ from __future__ import annotations
 import struct
 from functools import cache
 
+from .record_errors import CorruptRecordError, InvalidRecordError
 from .records import (
     CREATE_TIME,
     HEADER_SIZE,
@@ -35,10 +36,7 @@ from .records import (
     LOG_OVERHEAD,
     NO_COMPRESSION,
     BatchHeader,
-    CorruptRecordError,
-    InvalidRecordError,
     Record,
-    _read_varint,
     build_batch,
     decode_records,
     decompress,
@@ -46,6 +44,7 @@ from .records import (
     verify_crc,
 )
 from .timestamp_validation import TimestampWindow, check_timestamps, create_time_batch
+from .varint import read_varint
 
 _I32 = struct.Struct(">i")
 _MIN_RECORD_SIZE_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: Kafka's floor for any batch length
@@ -180,7 +179,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool
                 b = (b & 0x7F) | (c << 7)
                 pos += 2
             else:
-                size, pos = _read_varint(data, pos)
+                size, pos = read_varint(data, pos)
                 b = size << 1 if size >= 0 else 1
             record_end = pos + (b >> 1)
             if b & 1 or record_end > end:
@@ -208,7 +207,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool
                     sequential = False
                 pos += 2
             else:
-                delta, pos = _read_varint(data, pos)
+                delta, pos = read_varint(data, pos)
                 if delta != index:
                     sequential = False
             b = data[pos]  # key: length (-1 = null) and bytes
@@ -219,7 +218,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool
                 else:
                     pos += 1 + (b >> 1)
             else:
-                n, pos = _read_varint(data, pos)
+                n, pos = read_varint(data, pos)
                 if n > 0:
                     pos += n
                 elif n < 0:
@@ -394,7 +393,7 @@ def _deltas_follow(data: bytes, pos: int, size: int, width: int, first: int,
                 and data[pos + 1 : pos + run * size : size] == high[first : first + run]):
             return True
     # Non-canonical or wider varints: decode them.
-    return all(_read_varint(data, pos + i * size)[0] == first + i for i in range(run))
+    return all(read_varint(data, pos + i * size)[0] == first + i for i in range(run))
 
 
 @cache
@@ -406,16 +405,16 @@ def _two_byte_deltas() -> tuple[bytes, bytes]:
 
 def _skip_bytes(data: bytes | memoryview, pos: int) -> int:
     """Past a nullable byte string (varint length, -1 = null)."""
-    n, pos = _read_varint(data, pos)
+    n, pos = read_varint(data, pos)
     return pos + n if n > 0 else pos
 
 
 def _walk_headers(data: bytes | memoryview, pos: int) -> int:
-    count, pos = _read_varint(data, pos)
+    count, pos = read_varint(data, pos)
     if count < 0:
         raise InvalidRecordError(f"Found invalid number of record headers {count}")
     for _ in range(count):
-        n, pos = _read_varint(data, pos)
+        n, pos = read_varint(data, pos)
         if n < 0:
             raise InvalidRecordError(f"Invalid negative header key size {n}")
         pos = _skip_bytes(data, pos + n)

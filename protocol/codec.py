@@ -13,7 +13,6 @@ from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 
 from .encoder import entity_encoder
-from .headers import RequestHeader, parse_request_header
 from .validate import MalformedRequest, body_checker
 
 DEFAULT_MAX_ELEMENTS = 20_000  # broker config request.max.elements
@@ -126,11 +125,6 @@ def response_type(api_key: int, version: int) -> type:
     return codec(api_key, version).response_type
 
 
-def decode_request(frame: bytes, version_codec: ApiCodec) -> tuple[RequestHeader, Any]:
-    header, offset = parse_request_header(frame, version_codec.flexible)
-    return header, version_codec.decode(frame, offset)
-
-
 def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
                    body: Any) -> bytes:
     """A complete request frame; used by tests and the CLI's admin commands."""
@@ -149,7 +143,7 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]
     (correlation_id,) = _I32.unpack_from(frame, 0)
     pos = 4
     if c.flexible and api_key != API_VERSIONS_KEY:
-        from .headers import skip_tagged_fields
+        from .varint import skip_tagged_fields
 
         pos = skip_tagged_fields(frame, pos)
     value, _ = entity_reader(c.response_type)(memoryview(frame), pos)

@@ -19,7 +19,8 @@ import uuid
 from dataclasses import dataclass
 
 from . import group_records
-from .group_records import RecordDecodeError, UnknownKey, _Reader
+from .group_records import RecordDecodeError, RecordReader, UnknownKey
+from .varint import encode_uvarint
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -181,13 +182,6 @@ RECORD_TYPES: dict[type, int] = {cls: t for t, (cls, _) in _KEY_TYPES.items()}
 
 # Encoding ----------------------------------------------------------------------------------------
 
-def _uvarint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
 def _legacy_str(out: bytearray, s: str) -> None:
     data = s.encode()
     out += _I16.pack(len(data))
@@ -200,17 +194,17 @@ def _cstr(out: bytearray, s: str | None) -> None:
         out.append(0)
         return
     data = s.encode()
-    _uvarint(out, len(data) + 1)
+    out += encode_uvarint(len(data) + 1)
     out += data
 
 
 def _cbytes(out: bytearray, b: bytes) -> None:
-    _uvarint(out, len(b) + 1)
+    out += encode_uvarint(len(b) + 1)
     out += b
 
 
 def _str_array(out: bytearray, items: tuple[str, ...]) -> None:
-    _uvarint(out, len(items) + 1)
+    out += encode_uvarint(len(items) + 1)
     for s in items:
         _cstr(out, s)
 
@@ -220,10 +214,10 @@ def _no_tags(out: bytearray) -> None:
 
 
 def _topic_partitions(out: bytearray, items: tuple[TopicPartitions, ...]) -> None:
-    _uvarint(out, len(items) + 1)
+    out += encode_uvarint(len(items) + 1)
     for tp in items:
         out += tp.topic_id.bytes
-        _uvarint(out, len(tp.partitions) + 1)
+        out += encode_uvarint(len(tp.partitions) + 1)
         for p in tp.partitions:
             out += _I32.pack(p)
         _no_tags(out)
@@ -231,7 +225,7 @@ def _topic_partitions(out: bytearray, items: tuple[TopicPartitions, ...]) -> Non
 
 def _classic_member(meta: ClassicMemberMetadata) -> bytes:
     out = bytearray(_I32.pack(meta.session_timeout_ms))
-    _uvarint(out, len(meta.supported_protocols) + 1)
+    out += encode_uvarint(len(meta.supported_protocols) + 1)
     for proto in meta.supported_protocols:
         _cstr(out, proto.name)
         _cbytes(out, proto.metadata)
@@ -257,12 +251,12 @@ def encode_value(value: AnyValue) -> bytes:
         case ConsumerGroupMetadataValue(epoch=epoch):
             out += _I32.pack(epoch)
         case ConsumerGroupPartitionMetadataValue(topics=topics):
-            _uvarint(out, len(topics) + 1)
+            out += encode_uvarint(len(topics) + 1)
             for t in topics:
                 out += t.topic_id.bytes
                 _cstr(out, t.topic_name)
                 out += _I32.pack(t.num_partitions)
-                _uvarint(out, len(t.partition_metadata) + 1)
+                out += encode_uvarint(len(t.partition_metadata) + 1)
                 for pm in t.partition_metadata:
                     out += _I32.pack(pm.partition)
                     _str_array(out, pm.racks)
@@ -284,7 +278,7 @@ def encode_value(value: AnyValue) -> bytes:
             body = _classic_member(value.classic_member_metadata)
             out.append(1)
             out.append(0)
-            _uvarint(out, len(body) + 1)
+            out += encode_uvarint(len(body) + 1)
             out.append(1)
             out += body
             return bytes(out)
@@ -318,7 +312,7 @@ def decode_key(data: bytes | memoryview) -> AnyKey | UnknownKey:
     entry = _KEY_TYPES.get(record_type)
     if entry is None:
         return group_records.decode_key(data)
-    r = _Reader(data, 2)
+    r = RecordReader(data, 2)
     fields = [r.str() for _ in range(1 + len(entry[1]))]
     if r.pos != len(r.buf):
         raise RecordDecodeError(f"{len(r.buf) - r.pos} trailing bytes after a type {record_type} key")
@@ -331,7 +325,7 @@ def decode_value(key: AnyKey, data: bytes | memoryview | None) -> AnyValue | Non
     record_type = RECORD_TYPES.get(type(key))
     if record_type is None:
         return group_records.decode_value(key, data)  # type: ignore[arg-type]
-    r = _Reader(data, 0, flexible=True)
+    r = RecordReader(data, 0, flexible=True)
     version = r.i16()
     if version != 0:
         raise RecordDecodeError(f"unknown version {version} of a type {record_type} value")
@@ -341,26 +335,26 @@ def decode_value(key: AnyKey, data: bytes | memoryview | None) -> AnyValue | Non
     return value
 
 
-def _i8(r: _Reader) -> int:
+def _i8(r: RecordReader) -> int:
     return _I8.unpack(r._take(1))[0]
 
 
-def _array(r: _Reader) -> int:
+def _array(r: RecordReader) -> int:
     n = r.uvarint() - 1
     if n < 0:
         raise RecordDecodeError("null in a non-nullable array")
     return n
 
 
-def _uuid(r: _Reader) -> uuid.UUID:
+def _uuid(r: RecordReader) -> uuid.UUID:
     return uuid.UUID(bytes=r._take(16))
 
 
-def _strings(r: _Reader) -> tuple[str, ...]:
+def _strings(r: RecordReader) -> tuple[str, ...]:
     return tuple(r.str() for _ in range(_array(r)))
 
 
-def _tps(r: _Reader) -> tuple[TopicPartitions, ...]:
+def _tps(r: RecordReader) -> tuple[TopicPartitions, ...]:
     items = []
     for _ in range(_array(r)):
         topic_id = _uuid(r)
@@ -370,13 +364,13 @@ def _tps(r: _Reader) -> tuple[TopicPartitions, ...]:
     return tuple(items)
 
 
-def _read_metadata(r: _Reader) -> ConsumerGroupMetadataValue:
+def _read_metadata(r: RecordReader) -> ConsumerGroupMetadataValue:
     epoch = r.i32()
     r.tags()
     return ConsumerGroupMetadataValue(epoch)
 
 
-def _read_partition_metadata(r: _Reader) -> ConsumerGroupPartitionMetadataValue:
+def _read_partition_metadata(r: RecordReader) -> ConsumerGroupPartitionMetadataValue:
     topics = []
     for _ in range(_array(r)):
         topic_id = _uuid(r)
@@ -393,7 +387,7 @@ def _read_partition_metadata(r: _Reader) -> ConsumerGroupPartitionMetadataValue:
     return ConsumerGroupPartitionMetadataValue(tuple(topics))
 
 
-def _read_classic_member(r: _Reader) -> ClassicMemberMetadata | None:
+def _read_classic_member(r: RecordReader) -> ClassicMemberMetadata | None:
     if _i8(r) < 0:
         return None
     session_timeout = r.i32()
@@ -407,7 +401,7 @@ def _read_classic_member(r: _Reader) -> ClassicMemberMetadata | None:
     return ClassicMemberMetadata(session_timeout, tuple(protocols))
 
 
-def _read_member_metadata(r: _Reader) -> ConsumerGroupMemberMetadataValue:
+def _read_member_metadata(r: RecordReader) -> ConsumerGroupMemberMetadataValue:
     instance_id = r.nstr()
     rack_id = r.nstr()
     client_id = r.str()
@@ -430,19 +424,19 @@ def _read_member_metadata(r: _Reader) -> ConsumerGroupMemberMetadataValue:
                                             regex, rebalance_timeout, assignor, classic)
 
 
-def _read_target_metadata(r: _Reader) -> ConsumerGroupTargetAssignmentMetadataValue:
+def _read_target_metadata(r: RecordReader) -> ConsumerGroupTargetAssignmentMetadataValue:
     epoch = r.i32()
     r.tags()
     return ConsumerGroupTargetAssignmentMetadataValue(epoch)
 
 
-def _read_target_member(r: _Reader) -> ConsumerGroupTargetAssignmentMemberValue:
+def _read_target_member(r: RecordReader) -> ConsumerGroupTargetAssignmentMemberValue:
     tps = _tps(r)
     r.tags()
     return ConsumerGroupTargetAssignmentMemberValue(tps)
 
 
-def _read_current_assignment(r: _Reader) -> ConsumerGroupCurrentMemberAssignmentValue:
+def _read_current_assignment(r: RecordReader) -> ConsumerGroupCurrentMemberAssignmentValue:
     epoch = r.i32()
     previous = r.i32()
     state = _i8(r)
@@ -452,7 +446,7 @@ def _read_current_assignment(r: _Reader) -> ConsumerGroupCurrentMemberAssignment
     return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, state, assigned, pending)
 
 
-def _read_regex(r: _Reader) -> ConsumerGroupRegularExpressionValue:
+def _read_regex(r: RecordReader) -> ConsumerGroupRegularExpressionValue:
     topics = _strings(r)
     version = r.i64()
     timestamp = r.i64()

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import struct
 
-from .records import HEADER_SIZE, _read_varint, build_batch
+from .records import HEADER_SIZE, build_batch
+from .varint import read_varint
 
 ABORT, COMMIT = 0, 1
 _KEY = struct.Struct(">hh")
@@ -26,11 +27,11 @@ def control_type(batch: bytes | memoryview) -> int:
     """ABORT (0) or COMMIT (1) of a control batch; -1 when its first record has no such key."""
     try:
         pos = HEADER_SIZE
-        _length, pos = _read_varint(batch, pos)
+        _length, pos = read_varint(batch, pos)
         pos += 1  # attributes
-        _ts, pos = _read_varint(batch, pos)
-        _delta, pos = _read_varint(batch, pos)
-        key_len, pos = _read_varint(batch, pos)
+        _ts, pos = read_varint(batch, pos)
+        _delta, pos = read_varint(batch, pos)
+        key_len, pos = read_varint(batch, pos)
         if key_len < 4:
             return -1
         _version, kind = _KEY.unpack_from(batch, pos)

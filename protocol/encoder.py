@@ -30,8 +30,8 @@ from typing import Any
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial.errors import OutOfBoundValue
 
-from .headers import ONE_BYTE_UVARINTS, encode_uvarint
 from .validate import _unwrap
+from .varint import ONE_BYTE_UVARINTS, encode_uvarint
 
 Encoder = Callable[[Any], bytes]
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .varint import HeaderError, read_uvarint
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -174,7 +176,6 @@ def encode_group_metadata_value(protocol_type: str, generation: int, protocol: s
     return b"".join(parts)
 
 
-_V3_HEAD = struct.Struct(">hqih")
 _V3_EMPTY = struct.Struct(">hqihq")  # v3 with empty metadata: one pack
 _OFFSET_KEY_V1 = b"\x00\x01"
 
@@ -201,7 +202,7 @@ def encode_offset_value(offset: int, leader_epoch: int, metadata: str, commit_ti
 
 # Decoding --------------------------------------------------------------------------------------
 
-class _Reader:
+class RecordReader:
     __slots__ = ("buf", "pos", "flexible")
 
     def __init__(self, buf: bytes | memoryview, pos: int = 0, flexible: bool = False) -> None:
@@ -226,15 +227,11 @@ class _Reader:
         return _I64.unpack(self._take(8))[0]
 
     def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self._take(1)[0]
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise RecordDecodeError("varint too long")
+        try:
+            value, self.pos = read_uvarint(self.buf, self.pos)
+        except HeaderError as exc:
+            raise RecordDecodeError(str(exc)) from None
+        return value
 
     def _length(self, wide: bool) -> int:
         if self.flexible:
@@ -289,7 +286,7 @@ def decode_key(data: bytes | memoryview) -> RecordKey | UnknownKey:
                 return OffsetCommitKey(group, topic, partition)
         except (struct.error, UnicodeDecodeError):
             pass
-    r = _Reader(data)
+    r = RecordReader(data)
     version = r.i16()
     if version in (0, 1):
         return OffsetCommitKey(r.str(), r.str(), r.i32())
@@ -304,7 +301,7 @@ def decode_value(key: RecordKey, data: bytes | memoryview | None) -> RecordValue
     if isinstance(key, OffsetCommitKey):
         return decode_offset_value(data)
     if isinstance(key, GroupMetadataKey):
-        r = _Reader(data)
+        r = RecordReader(data)
         return _group_value(r, r.i16())
     raise RecordDecodeError(f"no value schema for key {key!r}")
 
@@ -318,11 +315,11 @@ def decode_offset_value(data: bytes | memoryview) -> OffsetCommitValue:
                 return OffsetCommitValue(offset, epoch, metadata, _I64.unpack_from(data, 16 + n)[0])
         except (struct.error, UnicodeDecodeError):
             pass
-    r = _Reader(data)
+    r = RecordReader(data)
     return _offset_value(r, r.i16())
 
 
-def _offset_value(r: _Reader, version: int) -> OffsetCommitValue:
+def _offset_value(r: RecordReader, version: int) -> OffsetCommitValue:
     if version not in range(5):
         raise RecordDecodeError(f"unknown OffsetCommitValue version {version}")
     r.flexible = version >= 4
@@ -335,7 +332,7 @@ def _offset_value(r: _Reader, version: int) -> OffsetCommitValue:
     return OffsetCommitValue(offset, epoch, metadata, commit_ts, expire)
 
 
-def _group_value(r: _Reader, version: int) -> GroupMetadataValue:
+def _group_value(r: RecordReader, version: int) -> GroupMetadataValue:
     if version not in range(5):
         raise RecordDecodeError(f"unknown GroupMetadataValue version {version}")
     r.flexible = version >= 4

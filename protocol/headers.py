@@ -7,28 +7,12 @@ not changed since KIP-482 added the flexible (v2) variant.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
-from .varint import (  # noqa: F401 - re-exported: the header codec's varints
-    MAX_HEADER_TAGS,
-    ONE_BYTE_UVARINTS,
-    HeaderError,
-    encode_uvarint,
-    read_uvarint,
-    skip_tagged_fields,
-)
+from .varint import HeaderError, skip_tagged_fields
 
 _HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _I32 = struct.Struct(">i")
 _CLIENT_LEN = struct.Struct(">h")
-
-
-@dataclass(slots=True)
-class RequestHeader:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
 
 
 def peek_api(frame: bytes) -> tuple[int, int, int]:
@@ -37,29 +21,6 @@ def peek_api(frame: bytes) -> tuple[int, int, int]:
         raise HeaderError(f"request header truncated ({len(frame)} bytes)")
     key, version, correlation_id = struct.unpack_from(">hhi", frame, 0)
     return key, version, correlation_id
-
-
-def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
-    """Parse header v1 (or v2 when ``flexible``); return it and the body offset."""
-    if len(frame) < _HEAD.size:
-        raise HeaderError(f"request header truncated ({len(frame)} bytes)")
-    key, version, correlation_id, client_len = _HEAD.unpack_from(frame, 0)
-    pos = _HEAD.size
-    client_id: str | None = None
-    if client_len >= 0:
-        end = pos + client_len
-        if end > len(frame):
-            raise HeaderError("client_id runs past the frame")
-        try:
-            client_id = frame[pos:end].decode()
-        except UnicodeDecodeError as exc:
-            raise HeaderError("client_id is not UTF-8") from exc
-        pos = end
-    elif client_len != -1:
-        raise HeaderError(f"bad client_id length {client_len}")
-    if flexible:
-        pos = skip_tagged_fields(frame, pos)
-    return RequestHeader(key, version, correlation_id, client_id), pos
 
 
 class HeaderParser:
@@ -108,9 +69,3 @@ class HeaderParser:
             else:
                 pos = skip_tagged_fields(frame, pos)
         return client_id, pos
-
-
-def response_header(correlation_id: int, flexible: bool) -> bytes:
-    """Response header v1 (flexible: correlation id + empty tagged fields) or v0."""
-    head = _I32.pack(correlation_id)
-    return head + b"\x00" if flexible else head

@@ -12,7 +12,7 @@ import struct
 from datetime import datetime, timedelta
 from typing import Any
 
-from .headers import encode_uvarint
+from .varint import encode_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 import cramjam
 import google_crc32c
 
+from .record_errors import CorruptRecordError
+from .varint import encode_varint, read_varint, write_varint
+
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 CRC_START = 21
-MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
@@ -40,18 +42,6 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
-
-
-class CorruptRecordError(ValueError):
-    """Bytes that do not form a valid v2 record batch (Kafka's CORRUPT_MESSAGE)."""
-
-    code = 2
-
-
-class InvalidRecordError(CorruptRecordError):
-    """A well-formed batch that breaks a rule of the log (Kafka's INVALID_RECORD)."""
-
-    code = 87
 
 
 @dataclass(slots=True)
@@ -154,11 +144,6 @@ def verify_crc(batch: bytes | bytearray | memoryview) -> bool:
     return google_crc32c.value(view[CRC_START:].tobytes()) == stored
 
 
-def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
-    """Rewrite a batch's base offset in place (outside the CRC, so nothing else changes)."""
-    _I64.pack_into(buf, pos, base_offset)
-
-
 def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp_ms: int) -> None:
     """Mark a batch LogAppendTime with max timestamp ``timestamp_ms`` and recompute its CRC."""
     view = memoryview(buf)
@@ -168,36 +153,6 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp_ms: int
     _I64.pack_into(view, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
     end = pos + length + LOG_OVERHEAD
     _U32.pack_into(view, pos + CRC_OFFSET, google_crc32c.value(bytes(view[pos + CRC_START : end])))
-
-
-def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
-    struct.pack_into(">i", buf, pos + 12, epoch)
-
-
-# Varints --------------------------------------------------------------------------------------
-
-def _write_varint(out: bytearray, value: int) -> None:
-    value = (value << 1) ^ (value >> 63)  # zigzag (varlong range covers varint too)
-    value &= 0xFFFFFFFFFFFFFFFF
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    shift = 0
-    result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint too long")
-    return (result >> 1) ^ -(result & 1), pos
 
 
 # Compression ---------------------------------------------------------------------------------
@@ -258,15 +213,15 @@ def decompress(data: bytes | memoryview, codec: int) -> bytes:
 def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key: bytes | None,
                    value: bytes | None, headers: Sequence[tuple[str, bytes | None]]) -> None:
     body = bytearray(b"\x00")  # record attributes (unused)
-    _write_varint(body, ts_delta)
-    _write_varint(body, offset_delta)
+    write_varint(body, ts_delta)
+    write_varint(body, offset_delta)
     _write_nullable(body, key)
     _write_nullable(body, value)
-    _write_varint(body, len(headers))
+    write_varint(body, len(headers))
     for hkey, hvalue in headers:
         _write_nullable(body, hkey.encode())
         _write_nullable(body, hvalue)
-    _write_varint(out, len(body))
+    write_varint(out, len(body))
     out += body
 
 
@@ -275,24 +230,8 @@ def _write_nullable(out: bytearray, data: bytes | None) -> None:
     if data is None:
         out.append(1)  # varint(-1)
     else:
-        _write_varint(out, len(data))
+        write_varint(out, len(data))
         out += data
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    _write_varint(out, value)
-    return bytes(out)
-
-
-# zigzag(n) = 2n: one byte below 64, two bytes below 8192 (built without _varint_bytes: this
-# table is a sizeable part of the broker's import time otherwise).
-_SMALL_VARINTS = tuple([bytes((z,)) for z in range(0, 128, 2)]
-                       + [bytes(((z & 0x7F) | 0x80, z >> 7)) for z in range(128, 16384, 2)])
-
-
-def _varint(value: int) -> bytes:
-    return _SMALL_VARINTS[value] if 0 <= value < 8192 else _varint_bytes(value)
 
 
 def _key_value_records(records: Sequence[tuple[bytes | None, bytes | None]]) -> bytes:
@@ -301,12 +240,12 @@ def _key_value_records(records: Sequence[tuple[bytes | None, bytes | None]]) -> 
     for i, (key, value) in enumerate(records):
         body = b"".join((
             b"\x00\x00",  # attributes, timestamp delta 0
-            _varint(i),
-            b"\x01" if key is None else _varint(len(key)) + key,
-            b"\x01" if value is None else _varint(len(value)) + value,
+            encode_varint(i),
+            b"\x01" if key is None else encode_varint(len(key)) + key,
+            b"\x01" if value is None else encode_varint(len(value)) + value,
             b"\x00",  # no headers
         ))
-        out.append(_varint(len(body)))
+        out.append(encode_varint(len(body)))
         out.append(body)
     return b"".join(out)
 
@@ -406,28 +345,28 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
     pos = 0
     try:
         for _ in range(header.records_count):
-            length, pos = _read_varint(data, pos)
+            length, pos = read_varint(data, pos)
             rec_end = pos + length
             pos += 1  # attributes
-            ts_delta, pos = _read_varint(data, pos)
-            off_delta, pos = _read_varint(data, pos)
-            klen, pos = _read_varint(data, pos)
+            ts_delta, pos = read_varint(data, pos)
+            off_delta, pos = read_varint(data, pos)
+            klen, pos = read_varint(data, pos)
             key = None
             if klen >= 0:
                 key = data[pos : pos + klen]
                 pos += klen
-            vlen, pos = _read_varint(data, pos)
+            vlen, pos = read_varint(data, pos)
             value = None
             if vlen >= 0:
                 value = data[pos : pos + vlen]
                 pos += vlen
-            nheaders, pos = _read_varint(data, pos)
+            nheaders, pos = read_varint(data, pos)
             headers: list[tuple[str, bytes | None]] = []
             for _h in range(nheaders):
-                hklen, pos = _read_varint(data, pos)
+                hklen, pos = read_varint(data, pos)
                 hkey = data[pos : pos + hklen].decode()
                 pos += hklen
-                hvlen, pos = _read_varint(data, pos)
+                hvlen, pos = read_varint(data, pos)
                 hval = None
                 if hvlen >= 0:
                     hval = data[pos : pos + hvlen]
@@ -458,7 +397,7 @@ def plain_key_values(data: bytes | bytearray | memoryview, pos: int, count: int
                 end = pos + 1 + (n >> 1)
                 pos += 2  # the length and the attributes byte
             else:
-                length, pos = _read_varint(data, pos)
+                length, pos = read_varint(data, pos)
                 if length < 0:
                     return None
                 end = pos + length
@@ -474,7 +413,7 @@ def plain_key_values(data: bytes | bytearray | memoryview, pos: int, count: int
                 n = (n >> 1) ^ -(n & 1)
                 pos += 1
             else:
-                n, pos = _read_varint(data, pos)
+                n, pos = read_varint(data, pos)
             key = None
             if n >= 0:
                 key = data[pos:pos + n]
@@ -484,7 +423,7 @@ def plain_key_values(data: bytes | bytearray | memoryview, pos: int, count: int
                 n = (n >> 1) ^ -(n & 1)
                 pos += 1
             else:
-                n, pos = _read_varint(data, pos)
+                n, pos = read_varint(data, pos)
             value = None
             if n >= 0:
                 value = data[pos:pos + n]
@@ -512,18 +451,3 @@ def key_values(batch: bytes | bytearray | memoryview) -> list[tuple[bytes | None
     if walked is None:
         return [(r.key, r.value) for r in decode_records(batch)]
     return walked[0]
-
-
-def validate_batch(batch: bytes | bytearray | memoryview) -> BatchHeader:
-    """Header of a batch a producer sent, after the checks Kafka makes before appending."""
-    view = memoryview(batch)
-    header = parse_batch_header(view)
-    if header.magic != 2:
-        raise CorruptRecordError(f"record batch magic {header.magic} is not supported")
-    if header.size != len(view):
-        raise CorruptRecordError("record batch length does not match the bytes sent")
-    if not verify_crc(view):
-        raise CorruptRecordError("record batch CRC mismatch")
-    if header.records_count <= 0 and header.last_offset_delta < 0:
-        raise CorruptRecordError("record batch has no records")
-    return header

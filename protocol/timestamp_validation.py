@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .record_errors import CorruptRecordError, InvalidRecordError
 from .records import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -28,12 +29,10 @@ from .records import (
     LOG_APPEND_TIME,
     NO_COMPRESSION,
     BatchHeader,
-    CorruptRecordError,
-    InvalidRecordError,
-    _read_varint,
     batch_crc,
     decompress,
 )
+from .varint import read_varint
 
 NO_TIMESTAMP = -1
 _LONG_MAX = (1 << 63) - 1
@@ -155,13 +154,13 @@ def _records(data: bytes | memoryview, header: BatchHeader) -> list[tuple[int, i
     first = header.base_timestamp
     append_time = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else None
     for _ in range(header.records_count):
-        size, pos = _read_varint(data, pos)
+        size, pos = read_varint(data, pos)
         end = pos + size
-        ts_delta, pos = _read_varint(data, pos + 1)
-        offset_delta, pos = _read_varint(data, pos)
-        key_size, pos = _read_varint(data, pos)
+        ts_delta, pos = read_varint(data, pos + 1)
+        offset_delta, pos = read_varint(data, pos)
+        key_size, pos = read_varint(data, pos)
         pos += max(key_size, 0)
-        value_size, pos = _read_varint(data, pos)
+        value_size, pos = read_varint(data, pos)
         ts = _long(first + ts_delta) if append_time is None else append_time
         out.append((header.base_offset + offset_delta, ts, key_size, value_size))
         pos = end

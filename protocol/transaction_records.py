@@ -8,8 +8,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .headers import encode_uvarint
-from .records import _read_varint
+from .varint import HeaderError, encode_uvarint, read_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -126,29 +125,24 @@ def decode_value(data: bytes) -> TransactionLogValue:
         if flexible:
             pos = _skip_tags(data, pos + _TIMES.size, value)
         return value
-    except (struct.error, UnicodeDecodeError, IndexError) as exc:
+    except (struct.error, UnicodeDecodeError, IndexError, HeaderError) as exc:
         raise TransactionRecordDecodeError(str(exc)) from None
 
 
 def _length(data: bytes, pos: int, flexible: bool, array: bool) -> tuple[int, int]:
     if flexible:
-        n, pos = _uvarint(data, pos)
+        n, pos = read_uvarint(data, pos)
         return n - 1, pos
     if array:
         return _I32.unpack_from(data, pos)[0], pos + 4
     return _I16.unpack_from(data, pos)[0], pos + 2
 
 
-def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    value, new = _read_varint(data, pos)  # zigzag-decoded: undo it
-    return (value << 1) ^ (value >> 63) if value >= 0 else ((-value) << 1) - 1, new
-
-
 def _skip_tags(data: bytes, pos: int, value: TransactionLogValue | None = None) -> int:
-    count, pos = _uvarint(data, pos)
+    count, pos = read_uvarint(data, pos)
     for _ in range(count):
-        tag, pos = _uvarint(data, pos)
-        size, pos = _uvarint(data, pos)
+        tag, pos = read_uvarint(data, pos)
+        size, pos = read_uvarint(data, pos)
         if value is not None and tag == 0 and size == 8:
             value.previous_producer_id = struct.unpack_from(">q", data, pos)[0]
         elif value is not None and tag == 1 and size == 8:

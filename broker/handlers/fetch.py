@@ -12,7 +12,7 @@ import struct
 import uuid
 from typing import Any
 
-from kafkette.protocol.headers import encode_uvarint
+from kafkette.protocol.varint import encode_uvarint
 from kafkette.storage.log import LogSlice
 
 from ..context import RequestContext

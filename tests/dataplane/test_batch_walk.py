@@ -10,7 +10,8 @@ import random
 import pytest
 
 from kafkette.protocol.batch_validation import check_produced_batch, walk_records
-from kafkette.protocol.records import InvalidRecordError, build_batch
+from kafkette.protocol.record_errors import InvalidRecordError
+from kafkette.protocol.records import build_batch
 
 
 def _varint(value: int, width: int = 0) -> bytes:

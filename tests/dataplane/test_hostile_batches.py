@@ -12,10 +12,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.batch_validation import validate_produced_batch
+from kafkette.protocol.record_errors import CorruptRecordError, InvalidRecordError
 from kafkette.protocol.records import (
     CRC_OFFSET,
-    CorruptRecordError,
-    InvalidRecordError,
     Record,
     batch_crc,
     build_batch,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import struct
 
-from kafkette.protocol.headers import encode_uvarint
+from kafkette.protocol.varint import encode_uvarint
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient
 

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import encode_request, request_type
-from kafkette.protocol.headers import encode_uvarint
+from kafkette.protocol.varint import encode_uvarint
 from tests.hostile.healthy import HealthyClient
 from tests.wire import WireClient
 

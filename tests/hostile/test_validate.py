@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from kafkette.protocol.codec import DecodeError, codec, encode_request
-from kafkette.protocol.headers import parse_request_header
+from kafkette.protocol.headers import HeaderParser
 from kafkette.protocol.validate import MalformedRequest, check_body
 from tests.hostile.fuzz import mutate, random_entity, valid_request
 
@@ -30,7 +30,7 @@ def _body(frame: bytes) -> tuple[bytes, int, object]:
     payload = frame[4:]
     key, version = struct.unpack_from(">hh", payload)
     api = codec(key, version)
-    _header, offset = parse_request_header(payload, api.flexible)
+    _client_id, offset = HeaderParser().parse(payload, api.flexible)
     return payload, offset, api
 
 

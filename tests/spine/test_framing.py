@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from kafkette.protocol.framing import FrameError, FrameReader, frame
-from kafkette.protocol.headers import HeaderError, parse_request_header, response_header
+from kafkette.protocol.headers import HeaderError, HeaderParser, peek_api
 
 
 def test_frames_split_across_reads_and_coalesced():
@@ -27,26 +27,20 @@ def test_bad_sizes_raise(size):
 
 def test_header_v1_and_v2():
     raw = struct.pack(">hhih", 12, 4, 99, 3) + b"cli" + b"\x00" + b"BODY"
-    header, pos = parse_request_header(raw, flexible=True)
-    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (
-        12, 4, 99, "cli")
-    assert raw[pos:] == b"BODY"
-    header, pos = parse_request_header(struct.pack(">hhih", 3, 1, 5, -1) + b"X", flexible=False)
-    assert header.client_id is None and pos == 10
+    assert peek_api(raw) == (12, 4, 99)
+    client_id, pos = HeaderParser().parse(raw, flexible=True)
+    assert client_id == "cli" and raw[pos:] == b"BODY"
+    client_id, pos = HeaderParser().parse(struct.pack(">hhih", 3, 1, 5, -1) + b"X", flexible=False)
+    assert client_id is None and pos == 10
 
 
 def test_header_with_tagged_fields_is_skipped():
     raw = struct.pack(">hhih", 12, 4, 1, -1) + b"\x01\x05\x02zz" + b"B"
-    _, pos = parse_request_header(raw, flexible=True)
+    _, pos = HeaderParser().parse(raw, flexible=True)
     assert raw[pos:] == b"B"
 
 
 @pytest.mark.parametrize("raw", [b"\x00\x01", struct.pack(">hhih", 1, 1, 1, 50) + b"short"])
 def test_truncated_headers_raise(raw):
     with pytest.raises(HeaderError):
-        parse_request_header(raw, flexible=False)
-
-
-def test_response_headers():
-    assert response_header(7, flexible=False) == b"\x00\x00\x00\x07"
-    assert response_header(7, flexible=True) == b"\x00\x00\x00\x07\x00"
+        HeaderParser().parse(raw, flexible=False)

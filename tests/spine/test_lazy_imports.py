@@ -78,12 +78,18 @@ cli.main(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
     assert [m for m in modules if m == "kio" or m.startswith("kio.")] == []
 
 
-def test_kio_loads_without_hypothesis_after_the_protocol_package():
-    # protocol/__init__.py hides hypothesis (~170 ms) while kio's primitive types load.
+def test_the_broker_boot_loads_kio_without_hypothesis():
+    # broker/cli.py hides hypothesis (~170 ms) while kio's primitive types load.
     pytest.importorskip("hypothesis")
-    modules = modules_after("import kafkette.protocol, kio.schema.errors")
-    assert "kio.static.primitive" in modules and "hypothesis" not in modules
+    modules = modules_after("from kafkette.broker.cli import _import_broker\n_import_broker()")
+    assert "kafkette.broker.server" in modules and "hypothesis" not in modules
     assert "hypothesis" in modules_after("import kio.schema.errors")  # what it saves
+
+
+def test_importing_the_protocol_package_changes_no_import_machinery():
+    code = ("import sys\nbefore = list(sys.meta_path)\nimport kafkette.protocol.codec\n"
+            "assert sys.meta_path == before, sys.meta_path")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_a_broker_started_in_process_loads_no_handler_until_asked(tmp_path):
@@ -132,10 +138,10 @@ def test_the_route_table_matches_every_handler():
 
 
 def test_the_small_varint_table_is_the_varint_encoding():
-    # protocol/records.py builds it by formula (it was a noticeable part of import time).
-    from kafkette.protocol.records import _SMALL_VARINTS, _varint_bytes
+    # protocol/varint.py builds it by formula (it was a noticeable part of import time).
+    from kafkette.protocol.varint import SMALL_VARINTS, varint_bytes
 
-    assert tuple(_varint_bytes(n) for n in range(8192)) == _SMALL_VARINTS
+    assert tuple(varint_bytes(n) for n in range(8192)) == SMALL_VARINTS
 
 
 KIP848 = ("kafkette.coordinator.consumer_manager", "kafkette.coordinator.consumer.heartbeat",
