@@ -31,8 +31,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.codec import request_type, response_type
 
-from .registry import ROUTES, Handler
-from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse
+from ..registry import ROUTES, Handler
+from ..responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse
 
 log = logging.getLogger("kafkette.faults")
 
