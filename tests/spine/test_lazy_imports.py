@@ -17,7 +17,7 @@ from kafkette.broker.registry import ROUTES, load_all
 from kafkette.broker.routes import REGISTERED, TABLE
 
 # Never imported by ``kafkette serve`` before the broker listens.
-HEAVY = ("aiohttp", "prometheus_client", "kafkette.broker.admin.server", "kafkette.broker.handlers.",
+HEAVY = ("aiohttp", "prometheus_client", "kafkette.broker.admin.http_server", "kafkette.broker.handlers.",
          "kafkette.coordinator.service", "kafkette.coordinator.transaction",
          "kafkette.coordinator.group", "kafkette.coordinator.consumer.heartbeat",
          "kafkette.protocol.consumer_protocol", "kafkette.protocol.consumer_group_records",
