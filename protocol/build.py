@@ -14,12 +14,12 @@ from typing import Any
 
 
 @cache
-def _field_names(cls: type) -> frozenset[str]:
+def _field_names(cls: type[Any]) -> frozenset[str]:
     return frozenset(cls.__dataclass_fields__)
 
 
 @cache
-def _timedelta_fields(cls: type) -> frozenset[str]:
+def _timedelta_fields(cls: type[Any]) -> frozenset[str]:
     return frozenset(
         name for name, f in cls.__dataclass_fields__.items()
         if str(f.metadata.get("kafka_type", "")).startswith("timedelta")
