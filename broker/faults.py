@@ -29,6 +29,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkette.protocol.build import field_names
 from kafkette.protocol.codec import request_type, response_type
 
 from .registry import ROUTES, Handler
@@ -244,7 +245,8 @@ def with_throttle(result: Any, version: int, throttle_ms: int) -> Any:
         if version >= 1 and isinstance(first, bytes) and len(first) >= 4:
             result.parts[0] = _I32.pack(throttle_ms) + first[4:]
         return result
-    if dataclasses.is_dataclass(result) and "throttle_time" in result.__dataclass_fields__:
+    if (dataclasses.is_dataclass(result) and not isinstance(result, type)
+            and "throttle_time" in field_names(type(result))):
         return dataclasses.replace(result, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
     return result
 
@@ -326,7 +328,7 @@ def _key_value(name: str, source: Any, hint: Any) -> Any:
             return source
         return _MISSING
     for alias in aliases:
-        if alias in source.__dataclass_fields__:
+        if alias in field_names(type(source)):
             return getattr(source, alias)
     return _MISSING
 

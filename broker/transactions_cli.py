@@ -38,7 +38,7 @@ def _list(w: WireClient, out: TextIO) -> int:
     if r.error_code.value:
         print(f"error: {r.error_code.name}", file=sys.stderr)
         return 1
-    rows = [("TransactionalId", "Coordinator", "ProducerId", "TransactionState")]
+    rows: list[tuple[str, ...]] = [("TransactionalId", "Coordinator", "ProducerId", "TransactionState")]
     rows += [(t.transactional_id, "1", str(t.producer_id), t.transaction_state)
              for t in sorted(r.transaction_states, key=lambda t: t.transactional_id)]
     _table(rows, out)
