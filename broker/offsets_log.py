@@ -61,7 +61,8 @@ class PartitionOffsetsLog:
             cached = data is not None
             if data is None:
                 data = await asyncio.to_thread(read_region, fd, position, size)
-            yield RawBatches([data])  # type: ignore[misc]
+                assert data is not None  # a read that may wait returns the whole region
+            yield RawBatches([data])
             del data  # before other partitions' loads run: one chunk held at a time
             if cached:
                 await asyncio.sleep(0)  # other work runs between chunks

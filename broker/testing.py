@@ -99,6 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _OVERRIDES = pytest.StashKey[dict[str, str]]()
+_NO_OVERRIDES: dict[str, str] = {}
 
 
 # Fixtures ---------------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ class _Brokers:
 
     def __init__(self, pytestconfig: pytest.Config) -> None:
         self.pytestconfig = pytestconfig
-        self.overrides = dict(pytestconfig.stash.get(_OVERRIDES, {}))
+        self.overrides = dict(pytestconfig.stash.get(_OVERRIDES, _NO_OVERRIDES))
         self.with_admin = bool(pytestconfig.getoption("kafkette_admin"))
         self.started: list[ThreadedBroker] = []
         self.dirs: list[tempfile.TemporaryDirectory] = []
