@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -52,7 +52,7 @@ class PartitionOffsetsLog:
         batches = list(_transactional_batches(records, self.compression))
         return b"".join(batches), [parse_batch_header(b) for b in batches]
 
-    async def read(self) -> AsyncIterator[Sequence[tuple[Any, bytes | None]]]:
+    async def read(self) -> AsyncIterator[Iterable[tuple[Any, bytes | None]]]:
         """The log as RawBatches of about 1 MiB, which the shard walks batch by batch. What
         the page cache holds is read on the loop (RWF_NOWAIT never waits on the disk); the
         rest in a thread (a round trip per chunk doubled the replay time of a cached log)."""

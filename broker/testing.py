@@ -99,7 +99,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _OVERRIDES = pytest.StashKey[dict[str, str]]()
-_NO_OVERRIDES: dict[str, str] = {}
 
 
 # Fixtures ---------------------------------------------------------------------------------------
@@ -119,7 +118,8 @@ class _Brokers:
 
     def __init__(self, pytestconfig: pytest.Config) -> None:
         self.pytestconfig = pytestconfig
-        self.overrides = dict(pytestconfig.stash.get(_OVERRIDES, _NO_OVERRIDES))
+        given: dict[str, str] = pytestconfig.stash.get(_OVERRIDES, {})
+        self.overrides = dict(given)
         self.with_admin = bool(pytestconfig.getoption("kafkette_admin"))
         self.started: list[ThreadedBroker] = []
         self.dirs: list[tempfile.TemporaryDirectory] = []
