@@ -32,8 +32,8 @@ from kafkette.protocol.headers import HeaderError, HeaderParser
 
 from . import request_log, request_memo
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
+from .cluster.faults import FaultRegistry
 from .context import RequestContext
-from .faults import FaultRegistry
 from .registry import ROUTES
 from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
 from .routes import REPEATS

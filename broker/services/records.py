@@ -47,7 +47,7 @@ class RecordService:
                  isr: Callable[[str, int], list[int]] | None = None) -> None:
         self._logs = logs
         self._stats = stats if stats is not None else BrokerStats(per_request=False)
-        # Several nodes in one process (broker/cluster.py): whether this node leads a partition,
+        # Several nodes in one process (broker/cluster/nodes.py): whether this node leads a partition,
         # and a partition's in-sync replicas (one node alone is the whole ISR).
         self._leads = leads
         self._isr = isr

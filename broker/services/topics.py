@@ -27,7 +27,7 @@ from .config_entries import topic_config_entries
 from .errors import ServiceError, unknown_partition
 
 if TYPE_CHECKING:
-    from ..cluster import ClusterNodes
+    from ..cluster.nodes import ClusterNodes
 
 log = logging.getLogger("kafkette.topics")
 
@@ -37,7 +37,7 @@ ZERO_UUID = uuid.UUID(int=0)
 # a cluster that protects __consumer_offsets answers TOPIC_AUTHORIZATION_FAILED. kafkette has no
 # authorizer and its coordinator cannot survive losing the topic, so it always answers that.
 INTERNAL_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
-# The replicas of topics created with several nodes (broker/cluster.py), in log.dirs.
+# The replicas of topics created with several nodes (broker/cluster/nodes.py), in log.dirs.
 REPLICAS_FILE = "kafkette-replicas.json"
 
 
@@ -61,7 +61,7 @@ class TopicService:
     def __init__(self, logs: LogManager, config: Any, nodes: ClusterNodes | None = None) -> None:
         self._logs = logs
         self._config = config
-        # Several nodes in one process (broker/cluster.py): they hold the topics' replicas.
+        # Several nodes in one process (broker/cluster/nodes.py): they hold the topics' replicas.
         self._nodes = nodes
         self._create_lock = asyncio.Lock()
         # called after a topic is created, deleted or grows (the group coordinator's hook)

@@ -96,7 +96,7 @@ def test_stopping_a_node_moves_its_leaders_and_coordinators_and_starting_moves_t
 
 
 def test_move_coordinator_on_demand_keeps_commits(kafka_cluster):
-    from kafkette.broker.admin_cli import AdminClient
+    from kafkette.broker.cli.admin_client import AdminClient
 
     kafka_cluster.runner.run(kafka_cluster.runner.broker.logs.create_topic("t", 1))
     group = "ledger"

@@ -7,7 +7,7 @@ import tempfile
 import time
 from typing import Any
 
-from kafkette.broker.offsets_log import OFFSETS_TOPIC
+from kafkette.broker.services.offsets_log import OFFSETS_TOPIC
 from kafkette.broker.testing import ThreadedBroker, test_config
 from kafkette.coordinator.clock import ManualClock
 from kafkette.protocol.build import make

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from .admin_cli import EARLIEST, LATEST, AdminClient, AdminError, decode_assignment
-from .config import read_properties
+from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
+
+from ..config import read_properties
+from .admin_client import EARLIEST, LATEST, AdminClient, AdminError
 
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest", "to-latest",
@@ -308,7 +310,8 @@ def _members(described: Any) -> list[tuple[Any, list[tuple[str, int]]]]:
     if isinstance(described, ConsumerGroupView):
         return [(m, m.partitions) for m in described.members]
     consumer = described.protocol_type == "consumer"
-    return [(m, decode_assignment(m.member_assignment) if consumer else []) for m in described.members]
+    return [(m, assignment_partitions_or_empty(m.member_assignment) if consumer else [])
+            for m in described.members]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ Fixtures:
   (``.aiokafka_producer()``, ``.aiokafka_consumer()``, ``.aiokafka_admin()``) and
   ``.stop()`` / ``.start()`` / ``.restart()`` on the same address, and fault injection
   ``.inject(api, error, count=1, delay_ms=0, drop=False, throttle_ms=0)``, ``.faults()``,
-  ``.clear_faults()`` (broker/faults.py).
+  ``.clear_faults()`` (broker/cluster/faults.py).
 - ``kafka_broker_session``: one broker shared by the whole session (same handle).
 - ``kafka_broker_factory``: brokers with extra config, ``kafka_broker_factory(**{"num.partitions": 3})``.
 - ``kafkette_broker``: ``kafka_broker`` under a name no other plugin uses.
@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 
+from ..config import BrokerConfig, ConfigError
 from .broker_handle import KafkaBroker, KafkaCluster
-from .config import BrokerConfig, ConfigError
 from .runners import TEST_DEFAULTS, BrokerProcess, ThreadedBroker, dotted_keys, test_config
 
 __all__ = ["TEST_DEFAULTS", "BrokerProcess", "KafkaBroker", "KafkaCluster", "ThreadedBroker",

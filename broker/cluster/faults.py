@@ -33,8 +33,8 @@ from kafkette.protocol.build import field_names
 from kafkette.protocol.codec import request_type, response_type
 from kafkette.protocol.validate import is_entity
 
-from .registry import ROUTES, Handler
-from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse
+from ..registry import ROUTES, Handler
+from ..responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse
 
 log = logging.getLogger("kafkette.faults")
 

@@ -14,14 +14,14 @@ import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
+from ..admin import admin_address
+from ..boot import StartupError, listen_early
+from ..config import BrokerConfig, ConfigError
 from . import gc_tuning
-from .admin import admin_address
-from .boot import StartupError, listen_early
-from .config import BrokerConfig, ConfigError
 from .loop import loop_name, run
 
 if TYPE_CHECKING:
-    from .boot import EarlyListener
+    from ..boot import EarlyListener
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -132,7 +132,7 @@ async def serve(config: BrokerConfig, nodes: int = 1) -> None:
     early: dict[str, EarlyListener] = await listen_early(config) if nodes == 1 else {}
     try:
         await loop.run_in_executor(None, _import_broker)
-        from .server import Broker
+        from ..server import Broker
 
         broker = Broker(config, nodes=nodes, early=early)
         await broker.start()
@@ -174,18 +174,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
         return run_pipeline(argv[1:])
     if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
-        from . import groups_cli
+        from . import groups_command
 
-        return groups_cli.main(argv[1:])
+        return groups_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
-        from . import cluster_cli
+        from . import cluster_command
 
-        return cluster_cli.main(argv[1:])
+        return cluster_command.main(argv[1:])
     args = parse_args(argv)
     if args.command == "transactions":
-        from . import transactions_cli
+        from . import transactions_command
 
-        return transactions_cli.run(args)
+        return transactions_command.run(args)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":

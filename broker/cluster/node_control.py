@@ -12,10 +12,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .cluster import OFFSETS_TOPIC
+from .nodes import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
-    from .cluster import ClusterNodes
+    from .nodes import ClusterNodes
 
 log = logging.getLogger("kafkette.cluster")
 

@@ -1,6 +1,6 @@
 """A small blocking Kafka client on the project's codec: raw requests, frames and pipelining.
 
-Used by ``kafkette groups`` (broker/admin_cli.py), the wire-level tests (tests/wire.py) and the
+Used by ``kafkette groups`` (broker/cli/admin_client.py), the wire-level tests (tests/wire.py) and the
 benchmarks (bench/figures/wire.py); never by the broker itself, whose event loop must not block.
 """
 

@@ -1,6 +1,6 @@
 """``kafkette transactions list|describe`` (like kafka-transactions.sh) over the wire.
 
-Its command line is parsed by broker/cli.py (which must not import this module to list it)."""
+Its command line is parsed by broker/cli/main.py (which must not import this module to list it)."""
 
 from __future__ import annotations
 

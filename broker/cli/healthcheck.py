@@ -1,4 +1,4 @@
-"""``python -m kafkette.broker.healthcheck [HOST:PORT]``: exit 0 when a broker answers a Kafka
+"""``python -m kafkette.broker.cli.healthcheck [HOST:PORT]``: exit 0 when a broker answers a Kafka
 ApiVersions and a Metadata request, 1 otherwise (docker-compose's healthcheck; works against any
 Kafka). Metadata too: kafkette's listeners answer ApiVersions before the broker is ready
 (broker/boot.py), Metadata only once it is."""

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported when a broker starts: the pytest plugin imports this module
-    from .server import Broker
+    from ..server import Broker
 
 # Fast settings for tests: no initial rebalance delay, short minimum session timeout.
 TEST_DEFAULTS: dict[str, str] = {
@@ -56,7 +56,7 @@ class ThreadedBroker:
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._run, name="kafkette-broker", daemon=True)
         self.broker: Broker | None = None
-        from .faults import FaultRegistry
+        from ..cluster.faults import FaultRegistry
 
         self.fault_registry = FaultRegistry()  # kept across stop()/start()
         self._node_ports: dict[tuple[int, str], int] = {}  # ports of nodes 2..N, kept too
@@ -83,7 +83,7 @@ class ThreadedBroker:
         return fut.result(timeout)
 
     def start(self) -> None:
-        from .server import Broker
+        from ..server import Broker
 
         async def boot() -> Broker:
             broker = Broker(self.config, clock=self.clock, faults=self.fault_registry,
@@ -112,7 +112,7 @@ class ThreadedBroker:
         self.config.update({k: str(v) for k, v in overrides.items()})
         self.start()
 
-    # Fault injection (broker/faults.py) ---------------------------------------------------
+    # Fault injection (broker/cluster/faults.py) ---------------------------------------------------
     def inject(self, api: str | int, error: str | int | None = None, count: int = 1, *,
                delay_ms: int = 0, drop: bool = False, throttle_ms: int = 0,
                node: int | None = None) -> dict[str, Any]:
@@ -132,7 +132,7 @@ class ThreadedBroker:
         """Remove every fault; returns how many there were."""
         return self.run(self.fault_registry.clear)
 
-    # Several nodes (Broker(nodes=N), broker/cluster_control.py) --------------------------------
+    # Several nodes (Broker(nodes=N), broker/cluster/node_control.py) --------------------------------
     def cluster(self) -> dict[str, Any]:
         """{"cluster_id", "controller", "nodes": [{"id", "host", "port", "state"}]}"""
         assert self.broker is not None

@@ -105,7 +105,7 @@ def consumer_group_config(config: Any) -> Any:
     """group.consumer.* and group.coordinator.rebalance.protocols, validated (ConfigError)."""
     from kafkette.coordinator.consumer.config import ConsumerGroupConfig
 
-    from .config import ConfigError
+    from ..config import ConfigError
 
     try:
         return ConsumerGroupConfig.from_config(config.__getitem__)

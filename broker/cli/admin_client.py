@@ -1,4 +1,4 @@
-"""The admin client behind ``kafkette groups`` (broker/groups_cli.py): consumer-group admin over
+"""The admin client behind ``kafkette groups`` (broker/cli/groups_command.py): consumer-group admin over
 the wire, as kafka-consumer-groups.sh's Admin calls.
 
 A small blocking client on the project's codec; API versions are negotiated with ApiVersions.
@@ -14,7 +14,6 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
-from kafkette.protocol.consumer_protocol import ConsumerProtocolError, assignment_partitions
 
 from .wire_client import WireClient, WireError
 
@@ -209,13 +208,3 @@ class AdminClient(WireClient):
                          retention_time=-1, topics=topics)
         return {(t.name, int(p.partition_index)): error_name(p.error_code)
                 for t in r.topics for p in t.partitions}
-
-
-# Consumer protocol (ConsumerProtocolAssignment) ---------------------------------------------
-
-def decode_assignment(data: bytes) -> list[tuple[str, int]]:
-    """Topic partitions of a consumer-protocol assignment; [] when empty or not decodable."""
-    try:
-        return assignment_partitions(data)
-    except ConsumerProtocolError:
-        return []
