@@ -49,11 +49,11 @@ def _advertised(transaction_version: int) -> list[tuple[int, int, int]]:
 # The kio path (the handler) -----------------------------------------------------------------
 
 def _api_keys(version: int, transaction_version: int) -> tuple:
+    from kafkette.protocol.build import item_type
     from kafkette.protocol.codec import response_type
 
-    entry = response_type(API_VERSIONS_KEY, version).__dataclass_fields__["api_keys"].type
-    item_type = entry.__args__[0]
-    return tuple(item_type(api_key=key, min_version=lo, max_version=hi)
+    api_key_type = item_type(response_type(API_VERSIONS_KEY, version), "api_keys")
+    return tuple(api_key_type(api_key=key, min_version=lo, max_version=hi)
                  for key, lo, hi in _advertised(transaction_version))
 
 
@@ -72,17 +72,17 @@ def _response(version: int, error: Any, transaction_version: int) -> Any:
     # The route table is static data, so each version's answer never changes.
     from datetime import timedelta
 
-    from kafkette.protocol.build import make
+    from kafkette.protocol.build import item_type, make
     from kafkette.protocol.codec import response_type
 
     cls = response_type(API_VERSIONS_KEY, version)
-    supported, finalized = (), ()
+    supported: tuple[Any, ...] = ()
+    finalized: tuple[Any, ...] = ()
     if version >= 3:
-        fields = cls.__dataclass_fields__
-        supported = (fields["supported_features"].type.__args__[0](
+        supported = (item_type(cls, "supported_features")(
             name=TRANSACTION_VERSION, min_version=0, max_version=MAX_TRANSACTION_VERSION),)
         if transaction_version > 0:  # Kafka leaves out features finalized at level 0
-            finalized = (fields["finalized_features"].type.__args__[0](
+            finalized = (item_type(cls, "finalized_features")(
                 name=TRANSACTION_VERSION, max_version_level=transaction_version,
                 min_version_level=transaction_version),)
     return make(

@@ -285,7 +285,7 @@ def parse_value(key: str, raw: str) -> object:
             parsed = int(value)
         except ValueError:
             parsed = None
-        if parsed is None or not low <= parsed <= high:  # type: ignore[operator]
+        if parsed is None or not low <= parsed <= high:
             raise ConfigError(f"Invalid value {raw} for configuration {key}: "
                               f"Not a number of type {spec.type}")
     elif spec.type == "DOUBLE":

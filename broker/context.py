@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkette.protocol.build import field_names
 from kafkette.protocol.codec import response_type
 
 if TYPE_CHECKING:
@@ -42,5 +43,5 @@ class RequestContext:
     def respond(self, **fields: Any) -> Any:
         """Build this version's response, dropping fields the version does not have."""
         cls = self.response_type
-        names = cls.__dataclass_fields__
+        names = field_names(cls)
         return cls(**{k: v for k, v in fields.items() if k in names})

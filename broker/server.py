@@ -184,9 +184,9 @@ class Broker:
         view = ListenerView(self, listener, (listener.host, port), node_id)
         early = self._early.pop(listener.name, None) if node_id == self.node_ids[0] else None
         if early is not None:  # bound before the broker was ready: hand its connections over
-            server = early.open(lambda: KafkaConnection(view))  # type: ignore[arg-type]
+            server = early.open(lambda: KafkaConnection(view))
         else:
-            server = await bind(listener, port, lambda: KafkaConnection(view))  # type: ignore[arg-type]
+            server = await bind(listener, port, lambda: KafkaConnection(view))
         host, port = server.sockets[0].getsockname()[:2]
         view.bound = (host, port)
         view.server = server
@@ -204,7 +204,8 @@ class Broker:
             await asyncio.shield(self._coordinator_task)
 
     async def stop(self) -> None:
-        self.admin = await stop_admin(self.admin)
+        await stop_admin(self.admin)
+        self.admin = None
         for early in self._early.values():  # bound early but never adopted (start failed)
             early.close()
         self._early.clear()

@@ -10,7 +10,7 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Protocol
 
 
@@ -24,8 +24,8 @@ class _Timer:
         self.handle_at = deadline
         self.tag = tag
 
-    def arm(self, loop: asyncio.AbstractEventLoop, fire: Callable[[str, _Timer], None],
-            key: str) -> None:
+    def arm(self, loop: asyncio.AbstractEventLoop, fire: Callable[[Hashable, _Timer], None],
+            key: Hashable) -> None:
         self.handle_at = self.deadline
         self.handle = loop.call_at(self.deadline, fire, key, self)
 
@@ -33,12 +33,12 @@ class _Timer:
 class Clock(Protocol):
     def now_ms(self) -> int: ...
 
-    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object],
+    def schedule(self, key: Hashable, delay_ms: int, callback: Callable[[], object],
                  tag: object = None) -> None: ...
 
-    def extend(self, key: str, delay_ms: int, tag: object) -> bool: ...
+    def extend(self, key: Hashable, delay_ms: int, tag: object) -> bool: ...
 
-    def cancel(self, key: str) -> None: ...
+    def cancel(self, key: Hashable) -> None: ...
 
 
 class SystemClock:
@@ -51,12 +51,12 @@ class SystemClock:
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._loop = loop
-        self._timers: dict[str, _Timer] = {}
+        self._timers: dict[Hashable, _Timer] = {}
 
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
-    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object],
+    def schedule(self, key: Hashable, delay_ms: int, callback: Callable[[], object],
                  tag: object = None) -> None:
         loop = self._loop
         if loop is None:
@@ -74,7 +74,7 @@ class SystemClock:
         timer.arm(loop, self._fire, key)
         self._timers[key] = timer
 
-    def extend(self, key: str, delay_ms: int, tag: object) -> bool:
+    def extend(self, key: Hashable, delay_ms: int, tag: object) -> bool:
         """Move the pending timer ``key`` scheduled with ``tag`` to ``delay_ms`` from now,
         keeping its callback; False (nothing changed) if there is no such timer or the move
         needs an earlier loop wake-up: then ``schedule`` it."""
@@ -87,7 +87,7 @@ class SystemClock:
         timer.deadline = deadline
         return True
 
-    def _fire(self, key: str, timer: _Timer) -> None:
+    def _fire(self, key: Hashable, timer: _Timer) -> None:
         if self._timers.get(key) is not timer:
             return
         loop = self._loop
@@ -98,7 +98,7 @@ class SystemClock:
         del self._timers[key]
         timer.callback()
 
-    def cancel(self, key: str) -> None:
+    def cancel(self, key: Hashable) -> None:
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer.handle.cancel()
@@ -121,26 +121,26 @@ class ManualClock:
     def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
         self._now = start_ms
         self._seq = itertools.count()
-        self._heap: list[tuple[int, int, str]] = []
-        self._timers: dict[str, tuple[int, int, Callable[[], object], object]] = {}
+        self._heap: list[tuple[int, int, Hashable]] = []
+        self._timers: dict[Hashable, tuple[int, int, Callable[[], object], object]] = {}
 
     def now_ms(self) -> int:
         return self._now
 
-    def schedule(self, key: str, delay_ms: int, callback: Callable[[], object],
+    def schedule(self, key: Hashable, delay_ms: int, callback: Callable[[], object],
                  tag: object = None) -> None:
         entry = (self._now + max(delay_ms, 0), next(self._seq), callback, tag)
         self._timers[key] = entry
         heapq.heappush(self._heap, (entry[0], entry[1], key))
 
-    def extend(self, key: str, delay_ms: int, tag: object) -> bool:
+    def extend(self, key: Hashable, delay_ms: int, tag: object) -> bool:
         entry = self._timers.get(key)
         if entry is None or entry[3] is not tag:
             return False
         self.schedule(key, delay_ms, entry[2], tag)
         return True
 
-    def cancel(self, key: str) -> None:
+    def cancel(self, key: Hashable) -> None:
         self._timers.pop(key, None)
 
     def cancel_all(self) -> None:
@@ -150,7 +150,7 @@ class ManualClock:
     def pending(self) -> int:
         return len(self._timers)
 
-    def deadline(self, key: str) -> int | None:
+    def deadline(self, key: Hashable) -> int | None:
         entry = self._timers.get(key)
         return None if entry is None else entry[0]
 

@@ -281,10 +281,10 @@ class ConsumerGroupManager:
         if upgraded is not None and group is not None:
             log.info("classic group %s upgraded to a consumer group at epoch %d", group_id,
                      upgraded.generation)
-            for member in list(upgraded.members.values()):
-                upgraded.complete_join(member, JoinResult(E.REBALANCE_IN_PROGRESS,
-                                                          member.member_id))
-                upgraded.complete_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
+            for classic_member in list(upgraded.members.values()):
+                upgraded.complete_join(classic_member, JoinResult(E.REBALANCE_IN_PROGRESS,
+                                                                  classic_member.member_id))
+                upgraded.complete_sync(classic_member, SyncResult(E.REBALANCE_IN_PROGRESS))
             for member_id, member in group.members.items():
                 self._arm_session(group_id, member_id, self._session_ms(group_id, member))
         self._apply_timers(group_id, result)

@@ -16,9 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-from .clock import Clock
+from typing import Any, Protocol
 
 log = logging.getLogger("kafkette.coordinator.events")
 
@@ -67,9 +65,15 @@ class RebalanceStats:
 Listener = Callable[[GroupEvent], None]
 
 
+class _Now(Protocol):
+    """Where event times come from (a coordinator context or its clock)."""
+
+    def now_ms(self) -> int: ...
+
+
 @dataclass(slots=True)
 class GroupEventLog:
-    clock: Clock
+    clock: _Now
     per_group: int = EVENTS_PER_GROUP
     max_groups: int = MAX_GROUPS
     events: dict[str, deque[GroupEvent]] = field(default_factory=dict)  # least recent first

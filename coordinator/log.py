@@ -6,7 +6,7 @@ The broker adapts a storage partition log to this (broker/offsets_log.py); tests
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 
@@ -47,7 +47,7 @@ class CoordinatorLog(Protocol):
         are raised. What the runtime calls (a log that never finishes inline returns
         ``append(records)``)."""
 
-    def read(self) -> AsyncIterator[Sequence[RawRecord]]:
+    def read(self) -> AsyncIterator[Iterable[RawRecord]]:
         """Every record from the log start, in chunks, in log order."""
 
 

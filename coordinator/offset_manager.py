@@ -285,7 +285,8 @@ class OffsetMetadataManager:
                 if entry is None or entry.commit_timestamp != now_ms \
                         or entry.expire_timestamp != expire or entry.metadata != md:
                     entry = self._last_entry = built_entry(md, now_ms, expire)
-            entries.append(entry)
+            # set on the first partition: entry_md starts as None, never a partition's metadata
+            entries.append(entry)  # type: ignore[arg-type]
         if not records:
             return Result((), errors)
         if group is None:
@@ -320,8 +321,8 @@ class OffsetMetadataManager:
             records.extend(R.offset_tombstone(group_id, topic, p) for p in parts)
         if self.txn:
             for topic, p in sorted(self.txn.unstable(group_id)):
-                parts = stored.get(topic)
-                if parts is None or p not in parts:
+                committed = stored.get(topic)
+                if committed is None or p not in committed:
                     records.append(R.offset_tombstone(group_id, topic, p))
 
     def delete_partitions(self, topic_partitions: Iterable[tuple[str, int]],

@@ -138,9 +138,10 @@ def replay_batches(offsets: OffsetMetadataManager, chunk: RawBatches,
                                      for k, v in key_values(batch) if k is not None],
                                     replay_other)
         else:
-            records = None if attrs & 0x07 else _plain_records(batch, n)
+            records: list[tuple[bytes, bytes | None]] | None = (
+                None if attrs & 0x07 else _plain_records(batch, n))
             if records is None:
-                records = [kv for kv in key_values(batch) if kv[0] is not None]
+                records = [(k, v) for k, v in key_values(batch) if k is not None]
             count += replay_records(records, replay_other)
     return count
 
@@ -346,7 +347,7 @@ def _bulk(om: OffsetMetadataManager, replay_other: ReplayOther, buf: bytes, firs
     for key, value, head, p0, parts, offsets, epochs in plan:
         prefix = key[:-4]
         topic = cached.get(prefix) if p0 is not None else None
-        if topic is not None and topic.set_run(
+        if topic is not None and p0 is not None and topic.set_run(
                 p0, offsets, epochs, topic.meta_index(value[:2] + value[head:], om.shared())):
             continue
         topic = cached.get(prefix)

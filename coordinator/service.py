@@ -340,9 +340,11 @@ class GroupCoordinator:
         for gid in group_ids:
             by_partition.setdefault(self.partition_for(gid), []).append(gid)
         for ids in by_partition.values():
+            def describe(shard: GroupCoordinatorShard, ids: list[str] = ids
+                         ) -> list[DescribedGroup]:
+                return [shard.describe_group(g, version) for g in ids]
             try:
-                described = await self._read(
-                    ids[0], lambda s, ids=ids: [s.describe_group(g, version) for g in ids])
+                described = await self._read(ids[0], describe)
             except CoordinatorError as exc:
                 described = [DescribedGroup(g, exc.code, "", "", "", []) for g in ids]
             out.update((d.group_id, d) for d in described)
@@ -373,8 +375,9 @@ class GroupCoordinator:
         for gid in group_ids:
             by_partition.setdefault(self.partition_for(gid), []).append(gid)
         for ids in by_partition.values():
-            result = self._write(ids[0], GroupCoordinatorShard.delete_groups, ids,
-                                 on_error=lambda exc, ids=ids: [(g, error_code(exc)) for g in ids])
+            def failed(exc: BaseException, ids: list[str] = ids) -> list[tuple[str, int]]:
+                return [(g, error_code(exc)) for g in ids]
+            result = self._write(ids[0], GroupCoordinatorShard.delete_groups, ids, on_error=failed)
             if isinstance(result, asyncio.Future):
                 result = await result
             errors.update(result)
@@ -409,8 +412,10 @@ class GroupCoordinator:
         for gid in group_ids:
             by_partition.setdefault(self.partition_for(gid), []).append(gid)
         for ids in by_partition.values():
+            def describe_consumer(shard: GroupCoordinatorShard, ids: list[str] = ids) -> Any:
+                return shard.consumer_group_describe(ids)
             try:
-                rows = await self._read(ids[0], lambda s, ids=ids: s.consumer_group_describe(ids))
+                rows = await self._read(ids[0], describe_consumer)
             except CoordinatorError as exc:
                 rows = [(g, exc.code, None, None) for g in ids]
             out.update((row[0], row) for row in rows)
@@ -457,10 +462,10 @@ class GroupCoordinator:
         accepted: list[CommitPartition] = []
         counts: dict[str, int] = {}
         for p in partitions:
-            count = counts.get(p.topic)
-            if count is None:
-                count = counts[p.topic] = count_of(p.topic)
-            if 0 <= p.partition < count:
+            known = counts.get(p.topic)
+            if known is None:
+                known = counts[p.topic] = count_of(p.topic)
+            if 0 <= p.partition < known:
                 codes.append(-1)
                 accepted.append(p)
             else:

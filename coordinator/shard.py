@@ -116,6 +116,7 @@ class GroupCoordinatorShard:
             self._replay_transactional(key, value)
             return
         try:
+            decoded: Any
             if key[:1] == b"\x00" and key[1:2] in _CLASSIC_TYPES:
                 decoded = group_records.decode_key(key)  # what consumer_group_records hands on
             else:  # a consumer-group record type (3-8, 16), or unknown

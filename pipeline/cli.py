@@ -6,6 +6,11 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_lag(log_dirs: str, out: str, master: str = "local[*]", rate_window: str = "1 minute",
-            conf: dict[str, str] | None = None, spark: object | None = None,
-            say: object = print) -> dict[str, str]:
+            conf: dict[str, str] | None = None, spark: SparkSession | None = None,
+            say: Callable[[str], object] = print) -> dict[str, str]:
     """Run the lag job; returns the paths written. ``spark`` reuses an existing session."""
     from . import lag, report
     from .spark import register, session

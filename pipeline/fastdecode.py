@@ -302,7 +302,8 @@ def decode_batches(buf: bytes | bytearray | memoryview, *, payload: bool = True,
         chunk.log_append.append(header.timestamp_type == LOG_APPEND_TIME)
         transactional = header.is_transactional
         chunk.flags.append((transactional, header.is_control,
-                            bool(aborted) and transactional and not header.is_control
+                            aborted is not None and bool(aborted) and transactional
+                            and not header.is_control
                             and is_aborted(aborted, header.producer_id, header.base_offset)))
         chunk.size += len(piece)
         if chunk.size >= max_chunk:

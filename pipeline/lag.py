@@ -133,8 +133,11 @@ def lag_over_time(commits: DataFrame, points: DataFrame, points_count: int = GRI
     lag of a consumer that stalls, which commit-time lag cannot.
     """
     live = commits.filter(~F.col("tombstone"))
-    lo, hi = live.agg(F.min(_ms("commit_time")), F.max(_ms("commit_time"))).first()
-    data_hi = points.agg(F.max(_ms("timestamp"))).first()[0]
+    span = live.agg(F.min(_ms("commit_time")), F.max(_ms("commit_time"))).first()
+    data_end = points.agg(F.max(_ms("timestamp"))).first()
+    assert span is not None and data_end is not None  # an aggregate has exactly one row
+    lo, hi = span
+    data_hi = data_end[0]
     if lo is None:
         return live.select("group", "topic", "partition", F.col("commit_time").alias("time"),
                            "committed_offset", F.lit(None).cast("bigint").alias("log_end_offset"),

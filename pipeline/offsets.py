@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -88,7 +89,7 @@ def parse_assignment(data: bytes) -> list[dict] | None:
             for tp in assignment.assigned_partitions]
 
 
-def _decode(batch: pa.RecordBatch) -> Iterator[tuple[object, object, int, int, int]]:
+def _decode(batch: pa.RecordBatch) -> Iterator[tuple[OffsetCommitKey | GroupMetadataKey | ConsumerGroupMetadataKey, Any, int, int, int]]:
     cols = batch.to_pydict()
     for part, offset, ts, key, value in zip(cols["partition"], cols["offset"], cols["timestamp"],
                                             cols["key"], cols["value"], strict=True):
@@ -106,7 +107,7 @@ def _decode(batch: pa.RecordBatch) -> Iterator[tuple[object, object, int, int, i
         yield k, v, part, offset, ts
 
 
-def _timestamp_us(ts: object) -> int:
+def _timestamp_us(ts: Any) -> int:
     # to_pydict gives datetimes for timestamp columns.
     return int(ts.timestamp() * 1_000_000) if hasattr(ts, "timestamp") else int(ts)
 

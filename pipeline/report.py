@@ -7,7 +7,7 @@ the lag-over-time grid summed per group (a few hundred points each).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from typing import Any
 
 import pandas as pd
@@ -124,21 +124,22 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[object]]) -> list[str]
     return lines
 
 
-def _size(items: object) -> int:
+def _size(items: Sized | None) -> int:
     return 0 if items is None else len(items)
 
 
 def write_summary(tables: Tables, rebalances: pd.DataFrame, series: pd.DataFrame, path: str,
                   log_dirs: str) -> None:
-    per_group = (tables.commits.filter(~F.col("tombstone")).groupBy("group")
+    per_group: pd.DataFrame = (tables.commits.filter(~F.col("tombstone")).groupBy("group")
                  .agg(F.count(F.lit(1)).alias("commits"),
                       F.countDistinct("topic", "partition").alias("partitions"),
                       F.min("commit_time").alias("first"), F.max("commit_time").alias("last"))
                  .orderBy("group").toPandas())
-    at_commit = (tables.lag.groupBy("group").agg(F.max("lag").alias("max_lag"))
-                 .toPandas().set_index("group")["max_lag"].to_dict())
+    at_commit_df: pd.DataFrame = (tables.lag.groupBy("group").agg(F.max("lag").alias("max_lag"))
+                                  .toPandas())
+    at_commit = at_commit_df.set_index("group")["max_lag"].to_dict()
     over_time = series.groupby("group")["lag"].max().to_dict()
-    current = tables.current_lag.orderBy("group", "topic", "partition").toPandas()
+    current: pd.DataFrame = tables.current_lag.orderBy("group", "topic", "partition").toPandas()
     lines = [f"# Consumer groups in {log_dirs}", ""]
     rows = []
     for _, g in per_group.iterrows():

@@ -152,5 +152,6 @@ def to_record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema
         pa.array(cols.aborted, pa.bool_()),
     ]
     if len(schema) > 7:
+        assert cols.headers is not None  # decoded with record bodies: keys, values, headers
         arrays += [cols.key, cols.value, cols.headers.cast(schema.field("headers").type)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

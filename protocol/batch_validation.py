@@ -250,6 +250,7 @@ def _walk(data: bytes | memoryview, pos: int, count: int, offsets: bool
                         data = bytes(data)
                     checks, delta_at, delta_width, run_ts_width = _layout(data, start)
                 if 0 < len(checks) <= _MAX_CHECKS:  # (many headers: walked one by one)
+                    assert type(data) is bytes  # made so above: checks exist only then
                     # Slots are checked a window at a time, the window growing while every slot
                     # matches: an attempt that fails early costs no more than its window.
                     window = _WINDOW

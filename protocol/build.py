@@ -14,12 +14,13 @@ from typing import Any
 
 
 @cache
-def _field_names(cls: type) -> frozenset[str]:
+def field_names(cls: type[Any]) -> frozenset[str]:
+    """The field names of a kio entity class."""
     return frozenset(cls.__dataclass_fields__)
 
 
 @cache
-def _timedelta_fields(cls: type) -> frozenset[str]:
+def _timedelta_fields(cls: type[Any]) -> frozenset[str]:
     return frozenset(
         name for name, f in cls.__dataclass_fields__.items()
         if str(f.metadata.get("kafka_type", "")).startswith("timedelta")
@@ -28,7 +29,7 @@ def _timedelta_fields(cls: type) -> frozenset[str]:
 
 def make(cls: type, **fields: Any) -> Any:
     """Build ``cls`` from the fields it has; plain ints become timedeltas (ms) where kio wants one."""
-    names = _field_names(cls)
+    names = field_names(cls)
     kept = {k: v for k, v in fields.items() if k in names}
     for name in _timedelta_fields(cls):
         value = kept.get(name)
@@ -39,7 +40,7 @@ def make(cls: type, **fields: Any) -> Any:
 
 def has_field(cls_or_obj: Any, name: str) -> bool:
     cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
-    return name in _field_names(cls)
+    return name in field_names(cls)
 
 
 @cache

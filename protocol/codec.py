@@ -13,7 +13,7 @@ from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 
 from .encoder import entity_encoder
-from .validate import MalformedRequest, body_checker
+from .validate import MalformedRequest, body_checker, is_flexible
 
 DEFAULT_MAX_ELEMENTS = 20_000  # broker config request.max.elements
 
@@ -103,7 +103,7 @@ def codec(api_key: int, version: int) -> ApiCodec:
         version=version,
         request_type=req_type,
         response_type=resp_type,
-        flexible=bool(req_type.__flexible__),
+        flexible=is_flexible(req_type),
         _read=entity_reader(req_type),
         _check=body_checker(req_type),
         _encode=entity_encoder(resp_type),
@@ -146,5 +146,6 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]
         from .varint import skip_tagged_fields
 
         pos = skip_tagged_fields(frame, pos)
+    value: Any
     value, _ = entity_reader(c.response_type)(memoryview(frame), pos)
     return correlation_id, value

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import group_records
@@ -297,7 +298,7 @@ def encode_value(value: AnyValue) -> bytes:
             out += _I64.pack(value.version)
             out += _I64.pack(value.timestamp)
         case _:
-            return group_records.encode_value(value)  # type: ignore[arg-type]
+            return group_records.encode_value(value)
     _no_tags(out)
     return bytes(out)
 
@@ -454,7 +455,7 @@ def _read_regex(r: RecordReader) -> ConsumerGroupRegularExpressionValue:
     return ConsumerGroupRegularExpressionValue(topics, version, timestamp)
 
 
-_VALUE_READERS = {
+_VALUE_READERS: dict[int, Callable[[RecordReader], AnyValue]] = {
     3: _read_metadata,
     4: _read_partition_metadata,
     5: _read_member_metadata,

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import MISSING, Field, fields, is_dataclass
+from dataclasses import MISSING, Field, fields
 from functools import cache
 from typing import Any
 
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial.errors import OutOfBoundValue
 
-from .validate import _unwrap
+from .validate import is_entity, unwrap
 from .varint import ONE_BYTE_UVARINTS, encode_uvarint
 
 Encoder = Callable[[Any], bytes]
@@ -98,12 +98,12 @@ class _Compiler:
         exec(compile(source, f"<encoder {entity_type.__qualname__}>", "exec"),  # noqa: S102
              self.namespace)
         encode = self.namespace.pop("encode")
-        encode.source = source  # type: ignore[attr-defined]
+        encode.source = source
         return encode
 
     # One entity, written inline ---------------------------------------------------------------
 
-    def entity(self, em: _Emitter, entity_type: type, var: str) -> None:
+    def entity(self, em: _Emitter, entity_type: type[Any], var: str) -> None:
         flexible = bool(entity_type.__flexible__)
         tagged: list[tuple[int, Field]] = []
         for fld in fields(entity_type):
@@ -152,13 +152,13 @@ class _Compiler:
         em.line(f"{em.app}(b''.join({tags}))")
 
     def field(self, em: _Emitter, fld: Field, expr: str, flexible: bool, tag: bool) -> None:
-        inner, is_array, nullable = _unwrap(fld.type)
+        inner, is_array, nullable = unwrap(fld.type)
         if tag:  # kio writes a tag's value with the non-nullable writer
             nullable = False
         kafka_type = fld.metadata.get("kafka_type")
         if is_array:
             self.array(em, inner, kafka_type, expr, flexible)
-        elif is_dataclass(inner):
+        elif is_entity(inner):
             if nullable:  # KIP-893: int8 -1 for null, 1 before the struct
                 em.flush()
                 x = self.fresh("s")
@@ -173,7 +173,7 @@ class _Compiler:
             else:
                 self.entity(em, inner, expr)
         else:
-            self.primitive(em, kafka_type, expr, flexible, nullable)
+            self.primitive(em, str(kafka_type), expr, flexible, nullable)
 
     def primitive(self, em: _Emitter, kafka_type: str, expr: str, flexible: bool,
                   nullable: bool) -> None:
@@ -240,7 +240,7 @@ class _Compiler:
             body.line(f"n = len({xs})")
             body.line(f"if n > {_I32_MAX}: raise too_long('Sequence', n, {_I32_MAX})")
             body.line(f"{a}(pack('>i', n))")
-        if not is_dataclass(inner) and kafka_type in _FIXED and _FIXED[kafka_type][1] == "X":
+        if not is_entity(inner) and kafka_type in _FIXED and _FIXED[kafka_type][1] == "X":
             code = _FIXED[kafka_type][0]
             if code in _BULK:
                 body.line(f"{a}(pack('>%d{code}' % len({xs}), *{xs}))")
@@ -249,7 +249,7 @@ class _Compiler:
         item = self.fresh("e")
         body.line(f"for {item} in {xs}:")
         loop = body.nested()
-        if is_dataclass(inner):
+        if is_entity(inner):
             self.entity(loop, inner, item)
         else:
             self.primitive(loop, kafka_type or "", item, flexible, nullable=False)

@@ -15,12 +15,16 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import cramjam
 import google_crc32c
 
 from .record_errors import CorruptRecordError
 from .varint import encode_varint, read_varint, write_varint
+
+# Record bytes as read: slices of the caller's buffer (bytes, or views into it).
+Buffer = bytes | bytearray | memoryview
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
@@ -274,7 +278,8 @@ def build_batch(records: Sequence[Record | tuple[bytes | None, bytes | None]], *
     now = int(time.time() * 1000) if base_timestamp is None else base_timestamp
     if not any(isinstance(r, Record) for r in records):
         return _frame_batch(
-            _key_value_records(records), len(records), base_offset=base_offset, first_ts=now,
+            # no Record among them: every item is a (key, value) pair
+            _key_value_records(cast("Sequence[tuple[bytes | None, bytes | None]]", records)), len(records), base_offset=base_offset, first_ts=now,
             max_ts=now, compression=compression, producer_id=producer_id,
             producer_epoch=producer_epoch, base_sequence=base_sequence,
             transactional=transactional, control=control, timestamp_type=timestamp_type,
@@ -382,11 +387,11 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
 
 
 def plain_key_values(data: bytes | bytearray | memoryview, pos: int, count: int
-                     ) -> tuple[list[tuple[bytes | None, bytes | None]], int] | None:
+                     ) -> tuple[list[tuple[Buffer | None, Buffer | None]], int] | None:
     """(key, value) of the ``count`` records at ``pos`` of uncompressed record bytes, and where
     they end; one-byte varints take a fast path. None if a record carries headers or its lengths
     do not add up: the caller decodes the batch fully (``decode_records``) or refuses it."""
-    out: list[tuple[bytes | None, bytes | None]] = []
+    out: list[tuple[Buffer | None, Buffer | None]] = []
     append = out.append
     try:
         for _ in range(count):
@@ -450,4 +455,5 @@ def key_values(batch: bytes | bytearray | memoryview) -> list[tuple[bytes | None
     walked = plain_key_values(data, 0, header.records_count)
     if walked is None:
         return [(r.key, r.value) for r in decode_records(batch)]
-    return walked[0]
+    # ``data`` is bytes (decompress copies): its slices are bytes
+    return cast("list[tuple[bytes | None, bytes | None]]", walked[0])

@@ -104,13 +104,13 @@ def check_timestamps(batch: bytes, header: BatchHeader, ts_width: int,
 
 
 def record_errors(batch: bytes, header: BatchHeader, window: TimestampWindow | None,
-                  data: bytes | None = None, compacted: str | None = None
+                  data: bytes | memoryview | None = None, compacted: str | None = None
                   ) -> list[tuple[int, str, bool]]:
     """Every record's RecordError as validateKey / validateTimestamp word it, exact, record
     by record: (batch index, message, whether it is about the timestamp)."""
     if data is None:
         if header.compression == NO_COMPRESSION:
-            data = memoryview(batch)[HEADER_SIZE:]  # type: ignore[assignment]
+            data = memoryview(batch)[HEADER_SIZE:]
         else:
             data = decompress(memoryview(batch)[HEADER_SIZE:], header.compression)
     log_append = header.timestamp_type == LOG_APPEND_TIME

@@ -24,7 +24,18 @@ from collections.abc import Callable
 from dataclasses import Field, fields, is_dataclass
 from functools import cache
 from types import EllipsisType, NoneType, UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any, TypeGuard, Union, get_args, get_origin
+
+
+def is_entity(value: Any) -> TypeGuard[type[Any]]:
+    """A kio entity class (a generated dataclass), as opposed to a primitive field type."""
+    return isinstance(value, type) and is_dataclass(value)
+
+
+def is_flexible(entity: type[Any]) -> bool:
+    """Whether a kio entity's version is flexible (compact strings, tagged fields)."""
+    return bool(entity.__flexible__)
+
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -144,9 +155,9 @@ class _Compiler:
             "Malformed": MalformedRequest, "uvarint": _uvarint, "i16": _I16.unpack_from,
             "i32": _I32.unpack_from,
         }
-        self.names: dict[type, str] = {}
+        self.names: dict[type[Any], str] = {}
 
-    def entity(self, entity: type) -> str:
+    def entity(self, entity: type[Any]) -> str:
         """Name of the generated checker of ``entity`` (compiled on first use)."""
         name = self.names.get(entity)
         if name is not None:
@@ -160,16 +171,16 @@ class _Compiler:
         for fld in fields(entity):
             tag = fld.metadata.get("tag")
             if tag is not None:
-                inner, is_array, _nullable = _unwrap(fld.type)
+                inner, is_array, _nullable = unwrap(fld.type)
                 tagged[tag] = self.namespace[self._function(
                     f"tag_{name}_{fld.name}",
                     # Null allowed in a tag's value, except a struct: it has no null marker.
-                    self._field_lines(fld, flexible, inner, is_array, not is_dataclass(inner))
-                    if is_array or is_dataclass(inner) or _fixed_size(fld) is None
+                    self._field_lines(fld, flexible, inner, is_array, not is_entity(inner))
+                    if is_array or is_entity(inner) or _fixed_size(fld) is None
                     else [f"pos += {_fixed_size(fld)}", "if pos > end: " + _TRUNCATED])]
                 continue
-            inner, is_array, nullable = _unwrap(fld.type)
-            size = _fixed_size(fld) if not is_array and not is_dataclass(inner) else None
+            inner, is_array, nullable = unwrap(fld.type)
+            size = _fixed_size(fld) if not is_array and not is_entity(inner) else None
             if size is not None:
                 fixed += size
                 continue
@@ -198,7 +209,7 @@ class _Compiler:
     def _field_lines(self, fld: Field, flexible: bool, inner: Any, is_array: bool,
                      nullable: bool) -> list[str]:
         if is_array:
-            if is_dataclass(inner):
+            if is_entity(inner):
                 return _array_lines(fld.name, flexible, nullable, self.entity(inner),
                                     _min_size(inner))
             size = _fixed_size(fld)
@@ -209,7 +220,7 @@ class _Compiler:
                 _string_lines(fld.name, flexible, False, _string_limit(fld)))
             return _array_lines(fld.name, flexible, nullable, string_name,
                                 1 if flexible else (2 if _string_limit(fld) else 4))
-        if is_dataclass(inner):
+        if is_entity(inner):
             call = f"pos = {self.entity(inner)}(buf, pos, end, budget)"
             if not nullable:
                 return [call]
@@ -219,7 +230,7 @@ class _Compiler:
         return _string_lines(fld.name, flexible, nullable, _string_limit(fld))
 
 
-def _unwrap(field_type: Any) -> tuple[Any, bool, bool]:
+def unwrap(field_type: Any) -> tuple[Any, bool, bool]:
     """(inner type, is array, nullable) of a kio field annotation."""
     nullable = False
     if get_origin(field_type) in (UnionType, Union):
@@ -233,19 +244,19 @@ def _unwrap(field_type: Any) -> tuple[Any, bool, bool]:
     return field_type, False, nullable
 
 
-def _min_size(entity: type) -> int:
+def _min_size(entity: type[Any]) -> int:
     """Smallest encoding of one ``entity``: what each of its array elements takes at least."""
     flexible = bool(entity.__flexible__)
     size = 1 if flexible else 0  # the tagged-field count
     for fld in fields(entity):
         if "tag" in fld.metadata:
             continue
-        inner, is_array, nullable = _unwrap(fld.type)
+        inner, is_array, nullable = unwrap(fld.type)
         if is_array:
             size += 1 if flexible else 4
-        elif not is_dataclass(inner) and _fixed_size(fld) is None:
+        elif not is_entity(inner) and _fixed_size(fld) is None:
             size += 1 if flexible else (2 if _string_limit(fld) else 4)
-        elif is_dataclass(inner):
+        elif is_entity(inner):
             size += 1 if nullable else _min_size(inner)
         else:
             size += _fixed_size(fld) or 0

@@ -87,7 +87,7 @@ def write_varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
-def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """(value, position after it) of the zigzag varint at ``pos``; IndexError past the end."""
     shift = 0
     result = 0

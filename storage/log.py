@@ -23,6 +23,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -196,8 +197,8 @@ class PartitionLog(LogRetention):
         if write is not None and write.cancelled():
             out.set_exception(KafkaStorageError(
                 f"log {self.topic}-{self.partition}: write cancelled"))
-        elif write is not None and write.exception() is not None:
-            out.set_exception(write.exception())
+        elif write is not None and (failure := write.exception()) is not None:
+            out.set_exception(failure)
         elif self._failed is not None:
             out.set_exception(KafkaStorageError(
                 f"log {self.topic}-{self.partition} failed: {self._failed}"))
@@ -274,7 +275,7 @@ class PartitionLog(LogRetention):
                     first = self.producers.first_unstable_offset()
                     data = txn_index.entry(aborted, last + 1 if first is None else first)
                     path = seg.path.with_name(segment_name(seg.base_offset, txn_index.SUFFIX))
-                    self._writer.call_nowait(lambda p=path, d=data: txn_index.append(p, d))
+                    self._writer.call_nowait(partial(txn_index.append, path, data))
             self._next = last + 1
             records += h.records_count
             pos += size
@@ -379,8 +380,7 @@ class PartitionLog(LogRetention):
         interval = self.config.index_interval_bytes
         if old.dirty:
             old.dirty = False
-            self._writer.fsync(old, then=lambda result, upto=seg.base_offset: (
-                None if isinstance(result, BaseException) else self._synced_upto(upto)))
+            self._writer.fsync(old, then=partial(self._synced_unless_failed, seg.base_offset))
 
         def write_indexes(old: Segment = old) -> None:
             offsets, times = old.index_files(interval)
@@ -411,6 +411,11 @@ class PartitionLog(LogRetention):
         if futs:
             await asyncio.gather(*futs)
         self._synced_upto(upto)
+
+    def _synced_unless_failed(self, offset: int, result: Any) -> None:
+        """A sealed segment's fsync ended: ``result`` is its exception or None."""
+        if not isinstance(result, BaseException):
+            self._synced_upto(offset)
 
     def _synced_upto(self, offset: int) -> None:
         """Everything below ``offset`` that was acknowledged is on disk."""

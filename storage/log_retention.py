@@ -14,6 +14,7 @@ import logging
 import os
 from bisect import bisect_right
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from . import txn_index
@@ -117,7 +118,7 @@ class LogRetention(LogReads):
         self.producers.forget_before(self._log_start)
         log.info("%s-%d: deleted %d segment(s) (%s); log start offset is now %d",
                  self.topic, self.partition, len(segments), reason, self._log_start)
-        self._writer.call_nowait(lambda: [unlink_segment_files(s) for s in segments])
+        self._writer.call_nowait(partial(_unlink_all, segments))
         self._close_later(segments)
 
     def replace_segments(self, old: list[Segment], new: list[Segment]) -> None:
@@ -154,6 +155,11 @@ def close_all(fds: list[int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def _unlink_all(segments: list[Segment]) -> None:
+    for seg in segments:
+        unlink_segment_files(seg)
 
 
 def unlink_segment_files(seg: Segment) -> None:

@@ -142,6 +142,7 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
             log.warning("%s: damaged active segment %s (%s): truncating it to %d bytes", name,
                         file_name, problem, valid)
             continue
+        assert next_base is not None  # a sealed segment has a successor
         log.warning("%s: damaged segment %s (%s): truncating it to %d bytes; offsets %d..%d are "
                     "lost, the %d later segment(s) are kept", name, file_name, problem, valid,
                     seg.next_offset, next_base - 1, len(later))

@@ -202,9 +202,9 @@ class LogManager:
             sync_dir(self.directory)
         for (topic, partition), offset in read_offset_checkpoint(
                 self.directory / LOG_START_CHECKPOINT).items():
-            plog = self._logs.get((topic, partition))
-            if plog is not None:
-                plog.restore_log_start(offset)
+            known = self._logs.get((topic, partition))
+            if known is not None:
+                known.restore_log_start(offset)
         # Producer ids seen in the logs must never be handed out again.
         seen = [pid for plog in self._logs.values() for pid in plog.producers.entries]
         if seen and max(seen) >= self._next_producer_id:

@@ -43,7 +43,6 @@ async def start_admin(broker: Any) -> AdminServer | None:
 
 
 async def stop_admin(server: AdminServer | None) -> None:
-    """Stop ``server`` (None: nothing to do); returns None for ``broker.admin``."""
+    """Stop ``server`` (None: nothing to do)."""
     if server is not None:
         await server.stop()
-    return None

@@ -39,8 +39,9 @@ def _bytes(data: bytes | None) -> dict[str, Any] | None:
         return None
     shown = bytes(data[:SHOWN_BYTES])
     try:
-        text: str | None = shown.decode("utf-8")
-        if not all(c.isprintable() or c in "\t\n\r" for c in text):
+        decoded = shown.decode("utf-8")
+        text: str | None = decoded
+        if not all(c.isprintable() or c in "\t\n\r" for c in decoded):
             text = None
     except UnicodeDecodeError:
         text = None

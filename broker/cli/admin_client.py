@@ -152,7 +152,9 @@ class AdminClient(WireClient):
     def partitions(self, topics: Iterable[str]) -> dict[str, int]:
         """Partition count of each existing topic (no auto-creation)."""
         version = self.versions.get(METADATA)
-        topic_cls = item_type(request_type(METADATA, version), "topics") if version else None
+        if version is None:
+            return {}
+        topic_cls = item_type(request_type(METADATA, version), "topics")
         wanted = tuple(make(topic_cls, name=t, topic_id=None) for t in sorted(set(topics)))
         if not wanted:
             return {}

@@ -35,7 +35,7 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kafkette cluster",
                            description="control a kafkette started with --admin (testing clients)")
-    common = argparse.ArgumentParser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument("--admin", default=os.environ.get("KAFKETTE_ADMIN"), metavar="URL",
                         help="the admin server, e.g. http://127.0.0.1:9644 (default $KAFKETTE_ADMIN)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)

@@ -194,7 +194,7 @@ def check_args(args: argparse.Namespace) -> str:
 
 def parse_topics(specs: Sequence[str]) -> list[tuple[str, list[int] | None]]:
     """``topic`` or ``topic:0,1,2`` (Kafka's --topic format)."""
-    out = []
+    out: list[tuple[str, list[int] | None]] = []
     for spec in specs:
         topic, sep, parts = spec.partition(":")
         if not topic:
@@ -402,7 +402,7 @@ def describe_offsets(admin: AdminClient, group: str, described: Any, out: TextIO
     log_end = admin.list_offsets(tps, LATEST) if tps else {}
     lags = [log_end[tp] - committed[tp] for tp in tps if tp in committed and tp in log_end]
     host, port, node = admin.coordinator()
-    summary = [("GROUP", group), ("COORDINATOR", f"{host}:{port} ({node})"),
+    summary: list[Sequence[Any]] = [("GROUP", group), ("COORDINATOR", f"{host}:{port} ({node})"),
                ("STATE", described.group_state),
                ("ASSIGNOR", described.protocol_data or DASH),
                ("MEMBERS", len(described.members)), ("TOTAL-LAG", sum(max(lag, 0) for lag in lags))]

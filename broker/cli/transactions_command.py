@@ -38,7 +38,7 @@ def _list(w: WireClient, out: TextIO) -> int:
     if r.error_code.value:
         print(f"error: {r.error_code.name}", file=sys.stderr)
         return 1
-    rows = [("TransactionalId", "Coordinator", "ProducerId", "TransactionState")]
+    rows: list[tuple[str, ...]] = [("TransactionalId", "Coordinator", "ProducerId", "TransactionState")]
     rows += [(t.transactional_id, "1", str(t.producer_id), t.transaction_state)
              for t in sorted(r.transaction_states, key=lambda t: t.transactional_id)]
     _table(rows, out)
@@ -53,13 +53,13 @@ def describe_transaction(w: WireClient, tid: str) -> dict[str, Any]:
     r = _Reader(w.read_frame())
     r.pos = 4 + 1 + 4  # correlation id, header tags, throttle time
     r.uvarint()  # one state
-    state: dict[str, Any] = {"error": r.int(">h"), "tid": r.string(), "state": r.string(),
-                             "timeout_ms": r.int(">i"), "start_ms": r.int(">q"),
-                             "producer_id": r.int(">q"), "epoch": r.int(">h")}
+    state: dict[str, Any] = {"error": r.fixed(">h"), "tid": r.string(), "state": r.string(),
+                             "timeout_ms": r.fixed(">i"), "start_ms": r.fixed(">q"),
+                             "producer_id": r.fixed(">q"), "epoch": r.fixed(">h")}
     partitions = []
     for _ in range(r.uvarint() - 1):
         topic = r.string()
-        partitions += [f"{topic}-{r.int('>i')}" for _ in range(r.uvarint() - 1)]
+        partitions += [f"{topic}-{r.fixed('>i')}" for _ in range(r.uvarint() - 1)]
         r.uvarint()  # tags
     state["partitions"] = partitions
     return state
@@ -70,7 +70,7 @@ class _Reader:
         self.data = data
         self.pos = 0
 
-    def int(self, fmt: str) -> int:
+    def fixed(self, fmt: str) -> int:
         (value,) = struct.unpack_from(fmt, self.data, self.pos)
         self.pos += struct.calcsize(fmt)
         return value

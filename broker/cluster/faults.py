@@ -29,7 +29,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkette.protocol.build import field_names
 from kafkette.protocol.codec import request_type, response_type
+from kafkette.protocol.validate import is_entity
 
 from ..registry import ROUTES, Handler
 from ..responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse
@@ -244,7 +246,8 @@ def with_throttle(result: Any, version: int, throttle_ms: int) -> Any:
         if version >= 1 and isinstance(first, bytes) and len(first) >= 4:
             result.parts[0] = _I32.pack(throttle_ms) + first[4:]
         return result
-    if dataclasses.is_dataclass(result) and "throttle_time" in result.__dataclass_fields__:
+    if (dataclasses.is_dataclass(result) and not isinstance(result, type)
+            and "throttle_time" in field_names(type(result))):
         return dataclasses.replace(result, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
     return result
 
@@ -261,7 +264,7 @@ def _entity_of(hint: Any) -> type | None:
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     if typing.get_origin(hint) in (typing.Union, types.UnionType) and args:
         return _entity_of(args[0])
-    if typing.get_origin(hint) is tuple and args and dataclasses.is_dataclass(args[0]):
+    if typing.get_origin(hint) is tuple and args and is_entity(args[0]):
         return args[0]
     return None
 
@@ -297,7 +300,7 @@ def _build(cls: type, source: Any, error: ErrorCode) -> Any:
             values[f.name] = tuple(_build(entity, entry, error) for entry in entries or ())
         elif kind is None and f.default is not dataclasses.MISSING:
             values[f.name] = f.default
-        elif kind is None and dataclasses.is_dataclass(hint):
+        elif kind is None and is_entity(hint):
             values[f.name] = _build(hint, None, error)
         elif kind is None:
             values[f.name] = None if type(None) in typing.get_args(hint) else ()
@@ -317,7 +320,7 @@ def _key_value(name: str, source: Any, hint: Any) -> Any:
     aliases = _KEY_ALIASES.get(name)
     if aliases is None:
         return _MISSING
-    if not dataclasses.is_dataclass(source):
+    if not dataclasses.is_dataclass(source) or isinstance(source, type):
         # A primitive entry of the request (a topic name, a partition index, a group id).
         if isinstance(source, str) and name in ("name", "topic", "topic_name", "group_id",
                                                 "resource_name"):
@@ -326,7 +329,7 @@ def _key_value(name: str, source: Any, hint: Any) -> Any:
             return source
         return _MISSING
     for alias in aliases:
-        if alias in source.__dataclass_fields__:
+        if alias in field_names(type(source)):
             return getattr(source, alias)
     return _MISSING
 

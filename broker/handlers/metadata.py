@@ -38,7 +38,7 @@ async def handle_metadata(ctx: RequestContext, req):
                  if getattr(req, "include_topic_authorized_operations", False) else AUTH_OPS_OMITTED)
 
     if cluster.nodes is None:
-        def partition_entry(_topic: str, p: int) -> object:
+        def partition_entry(topic: str, p: int) -> object:
             return make(part_cls, error_code=ErrorCode.none, partition_index=p, leader_id=node,
                         leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
                         offline_replicas=())
@@ -52,7 +52,7 @@ async def handle_metadata(ctx: RequestContext, req):
                         offline_replicas=tuple(offline))
 
     def topic_entry(error: ErrorCode, name: str | None, info=None, topic_id=ZERO_UUID):
-        partitions = ()
+        partitions: tuple[object, ...] = ()
         if info is not None:
             topic_id = info.topic_id
             partitions = tuple(partition_entry(info.name, p) for p in range(info.partitions))

@@ -12,7 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.transaction import errors as TE
-from kafkette.protocol.build import item_type
+from kafkette.protocol.build import field_names, item_type
 from kafkette.protocol.codec import response_type
 from kafkette.storage.log import AppendInfo
 
@@ -140,7 +140,7 @@ def _shape(version: int) -> tuple[type, type, type, frozenset[str]]:
     cls = response_type(0, version)
     topic_cls = item_type(cls, "responses")
     part_cls = item_type(topic_cls, "partition_responses")
-    return cls, topic_cls, part_cls, frozenset(part_cls.__dataclass_fields__)
+    return cls, topic_cls, part_cls, field_names(part_cls)
 
 
 def _response(ctx: RequestContext, results: list[tuple[str, list[tuple[int, Any]]]],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -52,7 +52,7 @@ class PartitionOffsetsLog:
         batches = list(_transactional_batches(records, self.compression))
         return b"".join(batches), [parse_batch_header(b) for b in batches]
 
-    async def read(self) -> AsyncIterator[Sequence[tuple[Any, bytes | None]]]:
+    async def read(self) -> AsyncIterator[Iterable[tuple[Any, bytes | None]]]:
         """The log as RawBatches of about 1 MiB, which the shard walks batch by batch. What
         the page cache holds is read on the loop (RWF_NOWAIT never waits on the disk); the
         rest in a thread (a round trip per chunk doubled the replay time of a cached log)."""
@@ -61,7 +61,8 @@ class PartitionOffsetsLog:
             cached = data is not None
             if data is None:
                 data = await asyncio.to_thread(read_region, fd, position, size)
-            yield RawBatches([data])  # type: ignore[misc]
+                assert data is not None  # a read that may wait returns the whole region
+            yield RawBatches([data])
             del data  # before other partitions' loads run: one chunk held at a time
             if cached:
                 await asyncio.sleep(0)  # other work runs between chunks

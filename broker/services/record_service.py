@@ -253,7 +253,7 @@ class FetchSession:
                     self.has_error = True
                     targets.append(_Target(p, None, missing if info is None
                                            else ErrorCode.unknown_topic_or_partition))
-                elif leads is not None and not leads(info.name, p.partition):
+                elif info is not None and leads is not None and not leads(info.name, p.partition):
                     self.has_error = True
                     targets.append(_Target(p, None, ErrorCode.not_leader_or_follower))
                 else:

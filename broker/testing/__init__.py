@@ -118,7 +118,8 @@ class _Brokers:
 
     def __init__(self, pytestconfig: pytest.Config) -> None:
         self.pytestconfig = pytestconfig
-        self.overrides = dict(pytestconfig.stash.get(_OVERRIDES, {}))
+        given: dict[str, str] = pytestconfig.stash.get(_OVERRIDES, {})
+        self.overrides = dict(given)
         self.with_admin = bool(pytestconfig.getoption("kafkette_admin"))
         self.started: list[ThreadedBroker] = []
         self.dirs: list[tempfile.TemporaryDirectory] = []

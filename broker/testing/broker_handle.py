@@ -149,6 +149,7 @@ class KafkaCluster:
         """The node hosting the group's coordinator now."""
         def find() -> int:
             coord = self.runner.broker.coordinator  # type: ignore[union-attr]
+            assert coord is not None, "the broker's group coordinator has not started"
             return coord.owners[coord.partition_for(group_id)]
         return self.runner.run(find)
 

@@ -259,8 +259,9 @@ class ConsumerGroup:
                 else:
                     self.group_epoch = value.epoch  # type: ignore[union-attr]
             case cgr.ConsumerGroupPartitionMetadataKey():
-                topics = value.topics if value is not None else ()  # type: ignore[union-attr]
-                self.subscription_metadata = {t.topic_name: t for t in topics}
+                assert value is None or isinstance(value, cgr.ConsumerGroupPartitionMetadataValue)
+                self.subscription_metadata = ({} if value is None
+                                              else {t.topic_name: t for t in value.topics})
             case cgr.ConsumerGroupMemberMetadataKey(member_id=member_id):
                 if value is None:
                     self._replay_member_removal(member_id)
@@ -280,22 +281,23 @@ class ConsumerGroup:
                        else assignment_from_records(value.topic_partitions))  # type: ignore[union-attr]
                 self._set_target(member_id, new)
             case cgr.ConsumerGroupCurrentMemberAssignmentKey(member_id=member_id):
-                old = self.members.get(member_id)
+                current = self.members.get(member_id)
                 if value is None:
-                    if old is not None:
+                    if current is not None:
                         self._put_member(replace(
-                            old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                            current, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                             previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                             assigned_partitions={}, partitions_pending_revocation={}))
                 else:
-                    base = old or ConsumerGroupMember(member_id)
+                    base = current or ConsumerGroupMember(member_id)
                     self._put_member(base.replay_assignment(value))  # type: ignore[arg-type]
             case cgr.ConsumerGroupRegularExpressionKey(regular_expression=regex):
                 if value is None:
                     self.resolved_regexes.pop(regex, None)
                 else:
+                    assert isinstance(value, cgr.ConsumerGroupRegularExpressionValue)
                     self.resolved_regexes[regex] = ResolvedRegex(
-                        frozenset(value.topics), value.version, value.timestamp)  # type: ignore[union-attr]
+                        frozenset(value.topics), value.version, value.timestamp)
             case _:
                 raise TypeError(f"not a consumer group record key: {key!r}")
 

@@ -15,7 +15,7 @@ GROUP_ID_NOT_FOUND until online upgrade exists.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafkette.coordinator.assignor.spec import (
@@ -360,6 +360,7 @@ def apply_member_update(group: ConsumerGroup, member: ConsumerGroupMember,
         refreshed_epoch = group_epoch
 
     # 2. a new target when the group epoch moved past the assignment epoch
+    target: Mapping[uuid.UUID, frozenset[int]] | None
     if group_epoch > group.assignment_epoch:
         target_epoch = group_epoch
         target = _new_target(group, group_epoch, updated, replaced_id, metadata, settings, out)
@@ -518,8 +519,8 @@ def fence_member(group: ConsumerGroup, member_id: str, lookup: TopicLookup) -> l
         return []
     out = records.member_removal(group.group_id, member_id)
     regex = member.subscribed_topic_regex
-    last_of_regex = bool(regex) and group.regex_subscribers()[regex] == 1
-    if last_of_regex:
+    last_of_regex = regex is not None and regex != "" and group.regex_subscribers()[regex] == 1
+    if regex is not None and last_of_regex:
         out.append(records.resolved_regex_tombstone(group.group_id, regex))
     resolved = {r: v.topics for r, v in group.resolved_regexes.items()
                 if not (last_of_regex and r == regex)}

@@ -61,15 +61,15 @@ def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int, tar
     gain: dict[uuid.UUID, frozenset[int]] = {}
     for tid in target.keys() | current.keys():
         wanted = target.get(tid, frozenset())
-        assigned = current.get(tid, frozenset())
-        kept = assigned & wanted
+        owned_now = current.get(tid, frozenset())
+        kept = owned_now & wanted
         pending = wanted - kept
         free = frozenset(p for p in pending if partition_epoch(tid, p) == -1)
         withheld = withheld or len(free) < len(pending)
         if kept:
             keep[tid] = kept
-        if assigned - kept:
-            revoke[tid] = assigned - kept
+        if owned_now - kept:
+            revoke[tid] = owned_now - kept
         if free:
             gain[tid] = free
 

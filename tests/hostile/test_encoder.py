@@ -28,7 +28,7 @@ from kafkette.broker import handlers  # noqa: F401  (registers every API route)
 from kafkette.broker.registry import ROUTES
 from kafkette.protocol.codec import UnencodableResponse, codec
 from kafkette.protocol.encoder import entity_encoder
-from kafkette.protocol.validate import _unwrap
+from kafkette.protocol.validate import unwrap
 
 _BITS = {"int8": (-8, 8), "int16": (-16, 16), "int32": (-32, 32), "int64": (-64, 64),
          "uint8": (0, 8), "uint16": (0, 16), "uint32": (0, 32), "uint64": (0, 64)}
@@ -57,7 +57,7 @@ class Drawer:
         return cls(**values)
 
     def field(self, fld: Any, depth: int) -> Any:
-        inner, is_array, nullable = _unwrap(fld.type)
+        inner, is_array, nullable = unwrap(fld.type)
         if (nullable or is_array) and self.chance(0.12):
             return None
         if self.wild and self.chance(0.01):
