@@ -10,8 +10,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
+from kafkette.coordinator.group.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
+from kafkette.coordinator.runtime import errors as E
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 

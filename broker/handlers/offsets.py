@@ -8,8 +8,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.requests import CommitPartition, OffsetCommitRequest
+from kafkette.coordinator.group.requests import CommitPartition, OffsetCommitRequest
+from kafkette.coordinator.runtime import errors as E
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 

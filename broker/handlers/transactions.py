@@ -17,7 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator.offset_manager import CommitPartition
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 from kafkette.coordinator.transaction import errors as TE
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.transaction_records import STATE_NAMES

@@ -10,11 +10,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..clock import Clock
-from ..errors import CoordinatorError
-from ..log import CoordinatorLog
-from ..runtime import CoordinatorRuntime, PartitionContext
-from ..service import error_code, partition_for
+from ..group.group_service import error_code, partition_for
+from ..runtime.clock import Clock
+from ..runtime.coordinator_log import CoordinatorLog
+from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext
+from ..runtime.errors import CoordinatorError
 from . import errors as TE
 from .shard import MAX_EPOCH, TransactionShard, TxnConfig, TxnMetadata
 

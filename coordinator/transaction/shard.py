@@ -37,8 +37,8 @@ from kafkette.protocol.transaction_records import (
     encode_value,
 )
 
-from ..result import Result
-from ..runtime import ShardContext
+from ..runtime.coordinator_runtime import ShardContext
+from ..runtime.result import Result
 from . import errors as E
 
 log = logging.getLogger("kafkette.transactions")

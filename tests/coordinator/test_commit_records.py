@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.offset_store import built_entry, decode_rest
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.offsets.offset_store import built_entry, decode_rest
+from kafkette.coordinator.group.requests import OffsetCommitRequest
+from kafkette.coordinator.runtime import errors as E
+from kafkette.coordinator.runtime.clock import ManualClock
 from kafkette.protocol.group_records import (
     OffsetCommitValue,
     encode_offset_key,

@@ -7,11 +7,10 @@ import asyncio
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.errors import CoordinatorError
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.runtime import State
-from kafkette.coordinator.service import error_code
+from kafkette.coordinator.group.requests import OffsetCommitRequest
+from kafkette.coordinator.runtime import errors as E
+from kafkette.coordinator.runtime.coordinator_runtime import State
+from kafkette.coordinator.runtime.errors import CoordinatorError, error_code
 from kafkette.storage.log import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded
@@ -84,7 +83,7 @@ async def test_write_times_out_after_commit_timeout_and_lands_later():
     service, log, clock = memory_service(commit_timeout_ms=5000)
     await service.start()
     log.gate = asyncio.Event()
-    from kafkette.coordinator.offset_manager import CommitPartition
+    from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 
     def commit_once(offset: int):
         return service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
@@ -162,9 +161,9 @@ async def test_a_reload_that_fails_leaves_the_partition_loading_not_broken():
 
 
 async def test_a_coordinator_that_has_not_started_answers_coordinator_not_available():
-    from kafkette.coordinator.offset_manager import CommitPartition
-    from kafkette.coordinator.requests import JoinRequest
-    from kafkette.coordinator.service import unavailable_coordinator
+    from kafkette.coordinator.group.group_service import unavailable_coordinator
+    from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+    from kafkette.coordinator.group.requests import JoinRequest
 
     for service in (unavailable_coordinator(), memory_service()[0]):
         join = service.join_group(JoinRequest("g", "", None, 10_000, 10_000, "consumer", (),
@@ -185,7 +184,7 @@ async def test_service_heartbeat_answers_now_only_when_nothing_is_pending():
     await service.start()
     assert service.heartbeat("g", "m", None, 1) == E.UNKNOWN_MEMBER_ID  # answered now
     log.gate = asyncio.Event()
-    from kafkette.coordinator.offset_manager import CommitPartition
+    from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 
     service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
                            [CommitPartition("t", 0, 1, -1, None)])

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.log import MemoryLog, RawRecord
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.runtime import DurableFuture, State
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.requests import OffsetCommitRequest
+from kafkette.coordinator.runtime import errors as E
+from kafkette.coordinator.runtime.coordinator_log import MemoryLog, RawRecord
+from kafkette.coordinator.runtime.coordinator_runtime import DurableFuture, State
 from kafkette.storage.log import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded

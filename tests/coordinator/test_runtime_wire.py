@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from kafkette.coordinator import errors as E
+from kafkette.coordinator.runtime import errors as E
 from kafkette.storage.log import KafkaStorageError
 
 from .env import COMMIT, FETCH, Env, entity

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import JoinRequest, OffsetCommitRequest, SyncRequest
-from kafkette.coordinator.result import Result
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.requests import JoinRequest, OffsetCommitRequest, SyncRequest
+from kafkette.coordinator.runtime import errors as E
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.result import Result
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,

@@ -4,9 +4,9 @@ clears the pending ones, and the shard answers require_stable while any is open.
 
 from __future__ import annotations
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator import records as R
-from kafkette.coordinator.log import TxnMarker, TxnRecordKey
+from kafkette.coordinator.group import record_builders as R
+from kafkette.coordinator.runtime import errors as E
+from kafkette.coordinator.runtime.coordinator_log import TxnMarker, TxnRecordKey
 
 from .test_shard_unit import shard  # noqa: F401 - the fixture
 

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.errors import append_error
-from kafkette.coordinator.requests import DescribedGroup, JoinRequest
+from kafkette.coordinator.group.requests import DescribedGroup, JoinRequest
+from kafkette.coordinator.runtime import errors as E
+from kafkette.coordinator.runtime.errors import append_error
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,

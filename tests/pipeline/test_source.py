@@ -77,7 +77,7 @@ async def _write_transactions(log_dir: str) -> None:
     """Through the broker's own storage (so the .txnindex is the broker's): topic ``t`` with an
     aborted and a committed transaction, ``__consumer_offsets`` with a plain commit and an
     aborted transactional one."""
-    from kafkette.coordinator import records as R
+    from kafkette.coordinator.group import record_builders as R
     from kafkette.protocol.control_records import marker_batch
     from kafkette.storage.topics import LogManager
 

@@ -141,7 +141,7 @@ def test_the_graph_sees_the_imports_it_must() -> None:
     assert "protocol.records" in graph["storage.log"]
     assert "broker.registry" in graph["broker.connection"]
     assert {"broker.handlers.metadata", "broker.api_versions"} <= graph["broker.registry"]  # by name
-    assert "coordinator.service" in graph["broker.services.groups"]
+    assert "coordinator.group.group_service" in graph["broker.services.groups"]
     assert "pipeline.cli" in graph["broker.cli"]  # imported inside a function
 
 

@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.log import MemoryLog
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.coordinator_log import MemoryLog
 from kafkette.coordinator.transaction import errors as TE
 from kafkette.coordinator.transaction.service import TransactionCoordinator
 from kafkette.coordinator.transaction.shard import TxnConfig

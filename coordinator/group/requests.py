@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import errors as E
-from .group import Member, Protocols
+from ..runtime import errors as E
+from .classic.classic_group import Member, Protocols
 
 
 @dataclass(slots=True)

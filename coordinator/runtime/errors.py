@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+log = logging.getLogger("kafkette.coordinator")
+
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -66,3 +70,13 @@ def append_error(exc: BaseException) -> int:
     if isinstance(exc, OSError):  # the disk failed: KAFKA_STORAGE_ERROR
         return NOT_COORDINATOR
     return UNKNOWN_SERVER_ERROR
+
+
+def error_code(exc: BaseException) -> int:
+    """The code a failed op answers (CoordinatorOperationExceptionHelper)."""
+    if isinstance(exc, CoordinatorError):
+        return exc.code
+    code = append_error(exc)
+    if code == UNKNOWN_SERVER_ERROR:
+        log.error("coordinator operation hit an unexpected exception: %r", exc)
+    return code

@@ -1,7 +1,7 @@
 """The group coordinator shard of one ``__consumer_offsets`` partition (Kafka's
 GroupCoordinatorShard): one method per request kind returning a Result (writes) or a value
 (reads), ``replay`` dispatching records by type to the group and offset managers, load/unload
-hooks and the offsets-retention timer. The runtime (runtime.py) runs these and owns the log;
+hooks and the offsets-retention timer. The runtime (runtime/coordinator_runtime.py) runs these and owns the log;
 the service calls the request methods by reference (``GroupCoordinatorShard.heartbeat``...).
 
 Groups are reached one way each: classic groups in ``group_manager.groups``, consumer groups
@@ -18,16 +18,18 @@ from typing import TYPE_CHECKING, Any
 from kafkette.protocol import group_records
 from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, RecordDecodeError
 
-from . import errors as E
-from . import records as R
-from .config import CoordinatorConfig
-from .errors import CoordinatorError
+from ..runtime import errors as E
+from ..runtime.coordinator_log import RawRecord, TxnMarker, TxnRecordKey
+from ..runtime.coordinator_runtime import ShardContext
+from ..runtime.errors import CoordinatorError
+from ..runtime.result import Result
+from . import record_builders as R
+from .classic.classic_group import GroupState
+from .classic.group_manager import GroupMetadataManager
 from .events import GroupEventLog
-from .group import GroupState
-from .group_manager import GroupMetadataManager
-from .log import RawRecord, TxnMarker, TxnRecordKey
-from .offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
-from .offset_replay import RawBatches
+from .group_config import CoordinatorConfig
+from .offsets.offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
+from .offsets.offset_replay import RawBatches
 from .requests import (
     ClassicHeartbeat,
     DescribedGroup,
@@ -38,14 +40,12 @@ from .requests import (
     SyncRequest,
     SyncResult,
 )
-from .result import Result
-from .runtime import ShardContext
 
 if TYPE_CHECKING:
+    from .consumer.consumer_group import ConsumerGroup
+    from .consumer.consumer_manager import ConsumerGroupManager
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
-    from .consumer.group import ConsumerGroup
     from .consumer.heartbeat import HeartbeatRequest
-    from .consumer_manager import ConsumerGroupManager
 
 log = logging.getLogger("kafkette.coordinator")
 S = GroupState
@@ -71,7 +71,7 @@ class GroupCoordinatorShard:
         """The consumer-group manager, created on first use."""
         manager = self.consumer
         if manager is None:
-            from .consumer_manager import ConsumerGroupManager
+            from .consumer.consumer_manager import ConsumerGroupManager
 
             manager = ConsumerGroupManager(self.context, self.config, self.group_manager)
             self.consumer = manager
@@ -112,7 +112,7 @@ class GroupCoordinatorShard:
     def replay(self, key: Any, value: bytes | None) -> None:
         """Apply one ``__consumer_offsets`` record (value None: a tombstone), by record type
         (Kafka's GroupCoordinatorShard.replay)."""
-        if type(key) is not bytes:  # TxnRecordKey / TxnMarker (coordinator/log.py)
+        if type(key) is not bytes:  # TxnRecordKey / TxnMarker (runtime/coordinator_log.py)
             self._replay_transactional(key, value)
             return
         try:

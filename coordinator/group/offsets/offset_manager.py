@@ -24,10 +24,12 @@ from kafkette.protocol.group_records import (
     offset_key_prefix,
 )
 
-from . import errors as E
-from . import records as R
-from .errors import CoordinatorError
-from .log import RawRecord
+from ...runtime import errors as E
+from ...runtime.coordinator_log import RawRecord
+from ...runtime.errors import CoordinatorError
+from ...runtime.result import Result
+from .. import record_builders as R
+from ..requests import CommitPartition, OffsetCommitRequest
 from .offset_replay import RawBatches, replay_batches
 from .offset_store import (
     MIN_LENGTH_BY_VERSION,
@@ -36,8 +38,6 @@ from .offset_store import (
     built_entry,
     plausible_offset_value,
 )
-from .requests import CommitPartition, OffsetCommitRequest
-from .result import Result
 from .txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger("kafkette.coordinator")
@@ -46,7 +46,7 @@ _I32 = struct.Struct(">i")
 
 class Group(Protocol):
     """What offsets need of a group (Kafka's Group interface, its offset half): a classic
-    group (group.py ClassicGroup) and a consumer group (consumer/group.py ConsumerGroup) both
+    group (classic/classic_group.py ClassicGroup) and a consumer group (consumer/consumer_group.py ConsumerGroup) both
     are one."""
 
     group_id: str

@@ -1,6 +1,6 @@
 """Consumer groups (KIP-848) of one shard: the consumer half of Kafka's GroupMetadataManager.
 
-Wires the pure operations of ``coordinator.consumer`` into the runtime: ConsumerGroupHeartbeat
+Wires the pure operations of ``coordinator.group.consumer`` into the runtime: ConsumerGroupHeartbeat
 as a write op whose records are replayed like any loaded record, the member timers (session,
 rebalance) and the throttled regex refresh as timer write ops, ConsumerGroupDescribe and the
 consumer rows of ListGroups/DescribeGroups as reads, DeleteGroups/OffsetCommit validation.
@@ -15,19 +15,27 @@ from typing import Any
 
 from kafkette.protocol import consumer_group_records as cgr
 
-from . import errors as E
-from . import records as R
-from .config import CoordinatorConfig
-from .consumer import describe
-from .consumer.classic import (
+from ...runtime import errors as E
+from ...runtime.coordinator_log import RawRecord
+from ...runtime.coordinator_runtime import ShardContext
+from ...runtime.errors import CoordinatorError
+from ...runtime.result import Result
+from .. import record_builders as R
+from ..classic.classic_group import ClassicGroup, GroupState
+from ..classic.group_manager import GroupMetadataManager
+from ..group_config import CoordinatorConfig
+from ..requests import JoinRequest, JoinResult, SyncRequest, SyncResult
+from . import describe
+from .classic_members import (
     ClassicJoin,
     classic_heartbeat,
     classic_join,
     classic_leave,
     classic_sync,
 )
-from .consumer.group import ConsumerGroup, replay_record
-from .consumer.heartbeat import (
+from .consumer_group import ConsumerGroup, replay_record
+from .consumer_record_builders import Record, encode_records
+from .heartbeat import (
     HeartbeatRequest,
     HeartbeatResult,
     HeartbeatSettings,
@@ -38,22 +46,14 @@ from .consumer.heartbeat import (
     session_timeout_expired,
     validate_request,
 )
-from .consumer.member import MemberState
-from .consumer.migration import (
+from .member import MemberState
+from .migration import (
     ClassicMemberView,
     downgrade_records,
     members_from_classic,
     upgrade_records,
     upgrade_refusal,
 )
-from .consumer.records import Record, encode_records
-from .errors import CoordinatorError
-from .group import ClassicGroup, GroupState
-from .group_manager import GroupMetadataManager
-from .log import RawRecord
-from .requests import JoinRequest, JoinResult, SyncRequest, SyncResult
-from .result import Result
-from .runtime import ShardContext
 
 log = logging.getLogger("kafkette.coordinator")
 

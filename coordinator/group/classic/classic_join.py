@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from . import errors as E
-from . import records as R
-from .config import CoordinatorConfig
-from .errors import CoordinatorError
-from .events import GroupEventLog
-from .group import ClassicGroup, GroupState, Member, new_member_id
-from .requests import JoinRequest, JoinResult, SyncResult
-from .result import Result
-from .runtime import ShardContext
+from ...runtime import errors as E
+from ...runtime.coordinator_runtime import ShardContext
+from ...runtime.errors import CoordinatorError
+from ...runtime.result import Result
+from .. import record_builders as R
+from ..events import GroupEventLog
+from ..group_config import CoordinatorConfig
+from ..requests import JoinRequest, JoinResult, SyncResult
+from .classic_group import ClassicGroup, GroupState, Member, new_member_id
 
 log = logging.getLogger("kafkette.coordinator")
 

@@ -14,7 +14,7 @@ arrive over and over with the same group, member and partitions. Per request:
 
 - Heartbeat: broker/handlers/groups.py ``handle_heartbeat`` -> ``GroupCoordinator.heartbeat``
   -> ``PartitionContext.answer(GroupCoordinatorShard.heartbeat, (group, member, instance,
-  generation))`` (runtime.py) -> ``GroupCoordinatorShard.heartbeat`` ->
+  generation))`` (runtime/coordinator_runtime.py) -> ``GroupCoordinatorShard.heartbeat`` ->
   ``GroupMetadataManager.heartbeat``: a code, answered now (no records) unless a write is
   pending, then a DurableFuture of it.
 - OffsetCommit: broker/handlers/offsets.py ``_CommitPlan`` (one per distinct request: the
@@ -56,12 +56,16 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import errors as E
-from .clock import Clock
-from .config import CoordinatorConfig
-from .errors import CoordinatorError, append_error
-from .log import CoordinatorLog
-from .offset_manager import FetchedTopic
+from ..runtime import errors as E
+from ..runtime.clock import Clock
+from ..runtime.coordinator_log import CoordinatorLog
+from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext, State
+from ..runtime.errors import CoordinatorError, error_code
+from ..runtime.partitioning import partition_for, partitions_memo
+from ..runtime.serving import SERVING_NODE
+from .group_config import CoordinatorConfig
+from .group_shard import GroupCoordinatorShard
+from .offsets.offset_manager import FetchedTopic
 from .requests import (
     CommitPartition,
     DescribedGroup,
@@ -71,9 +75,6 @@ from .requests import (
     SyncRequest,
     SyncResult,
 )
-from .runtime import CoordinatorRuntime, PartitionContext, State
-from .serving import SERVING_NODE
-from .shard import GroupCoordinatorShard
 
 if TYPE_CHECKING:  # KIP-848 modules: imported when a consumer group first appears
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
@@ -82,54 +83,6 @@ if TYPE_CHECKING:  # KIP-848 modules: imported when a consumer group first appea
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
 GROUP = 0
-
-
-def java_string_hashcode(s: str) -> int:
-    data = s.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= (1 << 31) else h
-
-
-def kafka_abs(n: int) -> int:
-    return 0 if n == -(1 << 31) else abs(n)
-
-
-# partition count -> id -> partition: the memo of ``partition_for`` (a dict hit costs ~35 ns,
-# an lru_cache call ~165, the hash ~6 µs for 30 characters). A service holding one reads it
-# inline on its hot paths; it is cleared in place when it grows large.
-_PARTITIONS: dict[int, dict[str, int]] = {}
-_PARTITIONS_MAX = 65536
-
-
-def partitions_memo(num_partitions: int) -> dict[str, int]:
-    """The memo ``partition_for`` keeps for ``num_partitions`` (id -> partition); a miss in
-    it is a call of ``partition_for``."""
-    return _PARTITIONS.setdefault(num_partitions, {})
-
-
-def partition_for(key: str, num_partitions: int) -> int:
-    """The partition of a group (or transactional) id: Kafka's abs(hashCode) % count."""
-    known = _PARTITIONS.get(num_partitions)
-    if known is None:
-        known = partitions_memo(num_partitions)
-    p = known.get(key)
-    if p is None:
-        if len(known) >= _PARTITIONS_MAX:
-            known.clear()
-        p = known[key] = kafka_abs(java_string_hashcode(key)) % num_partitions
-    return p
-
-
-def error_code(exc: BaseException) -> int:
-    """The code a failed op answers (CoordinatorOperationExceptionHelper)."""
-    if isinstance(exc, CoordinatorError):
-        return exc.code
-    code = append_error(exc)
-    if code == E.UNKNOWN_SERVER_ERROR:
-        log.error("coordinator operation hit an unexpected exception: %r", exc)
-    return code
 
 
 def _failed_commit(count: int, map_response: Callable[[list[int]], Any] | None,

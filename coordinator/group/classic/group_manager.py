@@ -16,13 +16,16 @@ from typing import Any
 
 from kafkette.protocol.group_records import GroupMetadataValue
 
-from . import errors as E
-from . import records as R
-from .classic_join import ClassicJoin, heartbeat_key
-from .config import CoordinatorConfig
-from .errors import CoordinatorError
-from .events import GroupEventLog
-from .group import (
+from ...runtime import errors as E
+from ...runtime.coordinator_log import RawRecord
+from ...runtime.coordinator_runtime import ShardContext
+from ...runtime.errors import CoordinatorError
+from ...runtime.result import Result
+from .. import record_builders as R
+from ..events import GroupEventLog
+from ..group_config import CoordinatorConfig
+from ..requests import DescribedGroup, JoinResult, SyncRequest, SyncResult
+from .classic_group import (
     STATE_DEAD,
     STATE_EMPTY,
     STATE_PREPARING_REBALANCE,
@@ -30,10 +33,7 @@ from .group import (
     GroupState,
     Member,
 )
-from .log import RawRecord
-from .requests import DescribedGroup, JoinResult, SyncRequest, SyncResult
-from .result import Result
-from .runtime import ShardContext
+from .classic_join import ClassicJoin, heartbeat_key
 
 log = logging.getLogger("kafkette.coordinator")
 

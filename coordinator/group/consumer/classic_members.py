@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kafkette.coordinator.errors import (
+from kafkette.coordinator.runtime.errors import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
     ILLEGAL_GENERATION,
@@ -24,7 +24,8 @@ from kafkette.coordinator.errors import (
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from kafkette.protocol.consumer_protocol import ConsumerProtocolError
 
-from .group import ConsumerGroup, TopicLookup
+from .consumer_group import ConsumerGroup, TopicLookup
+from .consumer_record_builders import Record
 from .heartbeat import (
     HeartbeatRequest,
     HeartbeatSettings,
@@ -34,7 +35,6 @@ from .heartbeat import (
 )
 from .member import Assignment, ConsumerGroupMember, MemberState
 from .migration import classic_assignment_bytes, read_subscription
-from .records import Record
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -247,7 +247,7 @@ def _preview(group: ConsumerGroup, out: list[Record]) -> ConsumerGroup:
 
 def _records_of(group: ConsumerGroup) -> list[Record]:
     """The records that rebuild ``group`` (its current state, for previews)."""
-    from . import records as R
+    from . import consumer_record_builders as R
 
     gid = group.group_id
     out: list[Record] = [R.member_subscription(gid, m) for m in group.members.values()]

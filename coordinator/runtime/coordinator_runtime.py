@@ -23,8 +23,8 @@ from typing import Any, Protocol, TypeVar
 
 from . import errors as E
 from .clock import Clock
+from .coordinator_log import CoordinatorLog, RawRecord
 from .errors import CoordinatorError, append_error
-from .log import CoordinatorLog, RawRecord
 from .result import Result
 
 log = logging.getLogger("kafkette.coordinator")
@@ -239,7 +239,7 @@ class PartitionContext:
         value (a fixed-arity call; ``*args`` costs ~0.2 µs more), and a request that writes
         nothing while nothing is pending (a steady heartbeat) costs one op call, no future.
 
-        Its first lines are ``write``'s, inline (see the hot-path plan in service.py)."""
+        Its first lines are ``write``'s, inline (see the hot-path plan in group/group_service.py)."""
         if self.state is not STATE_ACTIVE:
             self.check()
         try:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import Clock
+from ..runtime.clock import Clock
 
 log = logging.getLogger("kafkette.coordinator.events")
 
