@@ -10,11 +10,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..group.group_service import error_code, partition_for
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
 from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext
-from ..runtime.errors import CoordinatorError
+from ..runtime.errors import CoordinatorError, error_code
+from ..runtime.partitioning import partition_for
 from . import errors as TE
 from .shard import MAX_EPOCH, TransactionShard, TxnConfig, TxnMetadata
 
