@@ -56,11 +56,22 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..runtime import errors as E
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
 from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext, State
-from ..runtime.errors import CoordinatorError, error_code
+from ..runtime.errors import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    INVALID_GROUP_ID,
+    INVALID_REQUEST,
+    INVALID_SESSION_TIMEOUT,
+    NONE,
+    NOT_COORDINATOR,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    UNSUPPORTED_VERSION,
+    CoordinatorError,
+    error_code,
+)
 from ..runtime.partitioning import partition_for, partitions_memo
 from ..runtime.serving import SERVING_NODE
 from .group_config import CoordinatorConfig
@@ -166,14 +177,14 @@ class GroupCoordinator:
         """The context of a group's partition or CoordinatorError(15/16); its write/read raise
         14/16 when it is (re)loading or closed (Kafka's runtime checks)."""
         if not self.started:
-            raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+            raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
         p = self._partitions.get(group_id)  # self.partition_for, inlined
         if p is None:
             p = partition_for(group_id, self.num_partitions)
         ctx = self.runtime.contexts.get(p)
         node = SERVING_NODE.get()  # self._serving(), inlined: every group request comes here
         if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
-            raise CoordinatorError(E.NOT_COORDINATOR)
+            raise CoordinatorError(NOT_COORDINATOR)
         return ctx
 
     def shard_for(self, group_id: str) -> GroupCoordinatorShard:
@@ -214,22 +225,22 @@ class GroupCoordinator:
         """(error, node id, "", -1) of the coordinator of ``key``: the broker fills in that
         node's address as advertised on the listener the request came in on."""
         if key_type != GROUP:  # transactional ids go to the transaction coordinator
-            return E.INVALID_REQUEST, -1, "", -1
+            return INVALID_REQUEST, -1, "", -1
         if not self.started:
-            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
         node = self.coordinator_node(key)
         if node is None or node < 0:  # a partition without a live leader
-            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        return E.NONE, node, "", -1
+            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        return NONE, node, "", -1
 
     # Classic membership ----------------------------------------------------------------------
     def join_group(self, request: JoinRequest) -> JoinResult | asyncio.Future:
         """The JoinResult, or a future of it while the member is parked."""
         if not request.group_id:
-            return JoinResult(E.INVALID_GROUP_ID, request.member_id)
+            return JoinResult(INVALID_GROUP_ID, request.member_id)
         cfg = self.config
         if not cfg.min_session_timeout_ms <= request.session_timeout_ms <= cfg.max_session_timeout_ms:
-            return JoinResult(E.INVALID_SESSION_TIMEOUT, request.member_id)
+            return JoinResult(INVALID_SESSION_TIMEOUT, request.member_id)
         return self._parked(request.group_id, lambda s: s.join_group(request),
                             lambda code: JoinResult(code, request.member_id),
                             lambda code: JoinResult(code, ""))
@@ -237,7 +248,7 @@ class GroupCoordinator:
     def sync_group(self, request: SyncRequest) -> SyncResult | asyncio.Future:
         """The SyncResult, or a future of it while the member is parked."""
         if not request.group_id:
-            return SyncResult(E.INVALID_GROUP_ID)
+            return SyncResult(INVALID_GROUP_ID)
         return self._parked(request.group_id, lambda s: s.sync_group(request), SyncResult,
                             SyncResult)
 
@@ -261,18 +272,18 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> int | asyncio.Future:
         if not group_id:
-            return E.INVALID_GROUP_ID
+            return INVALID_GROUP_ID
         try:
             # context_for and _write (as answer), inlined: the hottest group request
             if not self.started:
-                raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+                raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
             p = self._partitions.get(group_id)
             if p is None:
                 p = partition_for(group_id, self.num_partitions)
             ctx = self.runtime.contexts.get(p)
             node = SERVING_NODE.get()
             if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
-                raise CoordinatorError(E.NOT_COORDINATOR)
+                raise CoordinatorError(NOT_COORDINATOR)
             return ctx.answer(GroupCoordinatorShard.heartbeat,
                               (group_id, member_id, instance_id, generation), _heartbeat_error)
         except CoordinatorError as exc:
@@ -282,7 +293,7 @@ class GroupCoordinator:
                     ) -> tuple[int, list] | asyncio.Future:
         """(error, [(member id, instance id, error)]) or a future of it."""
         if not group_id:
-            return E.INVALID_GROUP_ID, []
+            return INVALID_GROUP_ID, []
         return self._write(group_id, GroupCoordinatorShard.leave_group, group_id, members,
                            on_error=_failed_with_no_rows)
 
@@ -305,9 +316,9 @@ class GroupCoordinator:
                           ) -> tuple[int, list[tuple[str, str, str, str]]]:
         """(error, [(group id, protocol type, state, group type)]) over every led shard."""
         if not self.started:
-            return E.COORDINATOR_NOT_AVAILABLE, []
+            return COORDINATOR_NOT_AVAILABLE, []
         if self.loading():
-            return E.COORDINATOR_LOAD_IN_PROGRESS, []
+            return COORDINATOR_LOAD_IN_PROGRESS, []
         rows: list[tuple[str, str, str, str]] = []
         me = self._serving()
         for p, ctx in sorted(self.runtime.contexts.items()):
@@ -317,7 +328,7 @@ class GroupCoordinator:
                 rows.extend(await ctx.read(lambda s: s.list_groups(states, types)))
             except CoordinatorError as exc:
                 return exc.code, []
-        return E.NONE, rows
+        return NONE, rows
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         """Error per group id (one write per shard)."""
@@ -343,7 +354,7 @@ class GroupCoordinator:
         """(error, message, result) now or once the heartbeat's records are durable (the
         future completes with it: the runtime maps the op's response as it runs)."""
         if not self.config.consumer.enabled:
-            return (E.UNSUPPORTED_VERSION, "The consumer group protocol is not enabled.", None)
+            return (UNSUPPORTED_VERSION, "The consumer group protocol is not enabled.", None)
         try:  # _write, as answer: one request value
             return self.context_for(request.group_id or "").answer(
                 GroupCoordinatorShard.consumer_group_heartbeat, request,
@@ -356,7 +367,7 @@ class GroupCoordinator:
                                                       DescribedConsumerGroup | None]]:
         """(group id, error, message, described group) per id, request order, committed."""
         if not self.config.consumer.enabled:
-            return [(g, E.UNSUPPORTED_VERSION, None, None) for g in group_ids]
+            return [(g, UNSUPPORTED_VERSION, None, None) for g in group_ids]
         out: dict[str, tuple[str, int, str | None, DescribedConsumerGroup | None]] = {}
         by_partition: dict[int, list[str]] = {}
         for gid in group_ids:
@@ -380,7 +391,7 @@ class GroupCoordinator:
                 group_id, lambda s: s.validate_offset_fetch(group_id, member_id, member_epoch))
         except CoordinatorError as exc:
             code = exc.code
-        if code != E.NONE:
+        if code != NONE:
             return code, []
         return await self.fetch_offsets(group_id, topics, require_stable)
 
@@ -417,7 +428,7 @@ class GroupCoordinator:
                 codes.append(-1)
                 accepted.append(p)
             else:
-                codes.append(E.UNKNOWN_TOPIC_OR_PARTITION)
+                codes.append(UNKNOWN_TOPIC_OR_PARTITION)
         if not accepted:
             return codes if map_response is None else map_response(codes)
         return self._commit(request, accepted,
@@ -448,7 +459,7 @@ class GroupCoordinator:
         except CoordinatorError as exc:
             return exc.code, [(name, [(p, -1, -1, "", exc.code) for p in parts])
                               for name, parts in (topics or [])]
-        return E.NONE, rows
+        return NONE, rows
 
     # Transactions ----------------------------------------------------------------------------
     async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
@@ -457,7 +468,7 @@ class GroupCoordinator:
         """TxnOffsetCommit: error per partition (request order) once the pending offsets are
         durable."""
         codes = [-1 if 0 <= p.partition < self._partition_count(p.topic)
-                 else E.UNKNOWN_TOPIC_OR_PARTITION for p in partitions]
+                 else UNKNOWN_TOPIC_OR_PARTITION for p in partitions]
         accepted = [p for p, c in zip(partitions, codes, strict=True) if c == -1]
         if not accepted:
             return codes
@@ -484,7 +495,7 @@ class GroupCoordinator:
                              ) -> tuple[int, dict[tuple[str, int], int]]:
         """(group error, error per (topic, partition)) for OffsetDelete."""
         if not group_id:
-            return E.INVALID_GROUP_ID, {}
+            return INVALID_GROUP_ID, {}
         per: dict[tuple[str, int], int] = {}
         wanted: dict[str, list[int]] = {}
         for topic, partitions in topics:
@@ -493,18 +504,18 @@ class GroupCoordinator:
                 if 0 <= p < count:
                     wanted.setdefault(topic, []).append(p)
                 else:
-                    per[(topic, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                    per[(topic, p)] = UNKNOWN_TOPIC_OR_PARTITION
         result = self._write(group_id, GroupCoordinatorShard.delete_offsets, group_id,
                              list(wanted.items()), on_error=_failed_with_no_rows)
         if isinstance(result, asyncio.Future):
             result = await result
         top, rows = result
-        if top != E.NONE:
+        if top != NONE:
             return top, {}
         for name, parts in rows:
             for p, err in parts:
                 per[(name, p)] = err
-        return E.NONE, per
+        return NONE, per
 
     async def on_partitions_deleted(self, topic_partitions: list[tuple[str, int]]) -> None:
         """Delete every group's committed offsets of deleted topic partitions, on every shard
@@ -530,7 +541,7 @@ class GroupCoordinator:
 def _heartbeat_error(exc: BaseException) -> int:
     code = error_code(exc)
     # Kafka answers heartbeats blindly while the partition loads.
-    return E.NONE if code == E.COORDINATOR_LOAD_IN_PROGRESS else code
+    return NONE if code == COORDINATOR_LOAD_IN_PROGRESS else code
 
 
 def _failed_with_no_rows(exc: BaseException) -> tuple[int, list]:
@@ -550,7 +561,7 @@ def _heartbeat_answer(answer: Any) -> ConsumerHeartbeatAnswer:
     apart by type, with no import per heartbeat (consumer/heartbeat.py loads lazily)."""
     if type(answer) is tuple:
         return answer
-    return E.NONE, None, answer
+    return NONE, None, answer
 
 
 def _merge(codes: list[int], answers: list[int]) -> list[int]:
@@ -587,4 +598,4 @@ class _NoClock:
 
 
 def _no_log(partition: int) -> CoordinatorLog:
-    raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+    raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)

@@ -18,18 +18,25 @@ from typing import TYPE_CHECKING, Any
 from kafkette.protocol import group_records
 from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, RecordDecodeError
 
-from ..runtime import errors as E
 from ..runtime.coordinator_log import RawRecord, TxnMarker, TxnRecordKey
 from ..runtime.coordinator_runtime import ShardContext
-from ..runtime.errors import CoordinatorError
+from ..runtime.errors import (
+    COORDINATOR_NOT_AVAILABLE,
+    GROUP_ID_NOT_FOUND,
+    NON_EMPTY_GROUP,
+    NONE,
+    PRODUCER_FENCED,
+    UNSTABLE_OFFSET_COMMIT,
+    CoordinatorError,
+)
 from ..runtime.result import Result
-from . import record_builders as R
 from .classic.classic_group import GroupState
 from .classic.group_manager import GroupMetadataManager
 from .events import GroupEventLog
 from .group_config import CoordinatorConfig
 from .offsets.offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
 from .offsets.offset_replay import RawBatches
+from .record_builders import group_tombstone
 from .requests import (
     ClassicHeartbeat,
     DescribedGroup,
@@ -234,15 +241,15 @@ class GroupCoordinatorShard:
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:  # allowed in any state
             records, out = self.offset_manager.delete(consumer_group, topics)
-            return Result(records, (E.NONE, out))
+            return Result(records, (NONE, out))
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
-            return Result((), (E.GROUP_ID_NOT_FOUND, []))
+            return Result((), (GROUP_ID_NOT_FOUND, []))
         if group.is_in(S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE) and \
                 not group.uses_consumer_protocol():
-            return Result((), (E.NON_EMPTY_GROUP, []))
+            return Result((), (NON_EMPTY_GROUP, []))
         records, out = self.offset_manager.delete(group, topics)
-        return Result(records, (E.NONE, out))
+        return Result(records, (NONE, out))
 
     def delete_groups(self, group_ids: list[str]) -> Result:
         """Response: [(group id, error)]."""
@@ -253,20 +260,20 @@ class GroupCoordinatorShard:
             if consumer_group is not None:
                 group_records: list[RawRecord] = []
                 code = self.consumer_manager().delete(consumer_group, group_records)
-                if code == E.NONE:
+                if code == NONE:
                     self.offset_manager.delete_all(gid, records)
                     records.extend(group_records)
                 results.append((gid, code))
                 continue
             group = self.groups.get(gid)
             if group is None or group.is_in(S.DEAD):
-                results.append((gid, E.GROUP_ID_NOT_FOUND))
+                results.append((gid, GROUP_ID_NOT_FOUND))
             elif not group.is_in(S.EMPTY):
-                results.append((gid, E.NON_EMPTY_GROUP))
+                results.append((gid, NON_EMPTY_GROUP))
             else:
                 self.offset_manager.delete_all(gid, records)
-                records.append(R.group_tombstone(gid))
-                results.append((gid, E.NONE))
+                records.append(group_tombstone(gid))
+                results.append((gid, NONE))
         return Result(records, results)
 
     def on_partitions_deleted(self, topic_partitions: list[tuple[str, int]]) -> Result:
@@ -284,7 +291,7 @@ class GroupCoordinatorShard:
         """TxnOffsetCommit: checked like OffsetCommit, written in the producer's transaction
         (pending until its marker). Response: per-partition errors."""
         if self.offset_manager.txn.fenced(producer_id, producer_epoch):
-            return Result((), [E.PRODUCER_FENCED] * len(partitions))
+            return Result((), [PRODUCER_FENCED] * len(partitions))
         # TxnOffsetCommit v0-2 carry no member or generation: Kafka accepts them unchecked.
         legacy = request.generation < 0 and not request.member_id and request.instance_id is None
         group_id = request.group_id
@@ -296,7 +303,7 @@ class GroupCoordinatorShard:
         else:
             group = self.groups.get(group_id)
             if group is not None and group.is_in(S.DEAD):
-                return Result((), [E.COORDINATOR_NOT_AVAILABLE] * len(partitions))
+                return Result((), [COORDINATOR_NOT_AVAILABLE] * len(partitions))
             result = self.offset_manager.commit(group, request, partitions,
                                                 self.context.now_ms(),
                                                 validate=not (legacy and group is not None),
@@ -318,7 +325,7 @@ class GroupCoordinatorShard:
         unstable = self.offset_manager.txn.unstable(group_id)
         if not unstable:
             return rows
-        return [(topic, [(p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT) if (topic, p) in unstable
+        return [(topic, [(p, -1, -1, "", UNSTABLE_OFFSET_COMMIT) if (topic, p) in unstable
                          else (p, o, ep, md, err) for p, o, ep, md, err in parts])
                 for topic, parts in rows]
 
@@ -334,19 +341,19 @@ class GroupCoordinatorShard:
         """OffsetFetch v9's member id/epoch against a consumer group (others: no check)."""
         group = self.consumer_groups.get(group_id)
         if group is None:
-            return E.NONE
+            return NONE
         try:
             group.validate_offset_fetch(member_id, member_epoch)
         except CoordinatorError as exc:
             return exc.code
-        return E.NONE
+        return NONE
 
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
         if group_id in self.consumer_groups:  # KIP-1099: not a classic group
             if version >= 6:
-                return DescribedGroup(group_id, E.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
+                return DescribedGroup(group_id, GROUP_ID_NOT_FOUND, "Dead", "", "", [],
                                       f"Group {group_id} is not a classic group.")
-            return DescribedGroup(group_id, E.NONE, "Dead", "", "", [])
+            return DescribedGroup(group_id, NONE, "Dead", "", "", [])
         return self.group_manager.describe_group(group_id, version)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
@@ -366,7 +373,7 @@ class GroupCoordinatorShard:
         for gid, group in list(self.groups.items()):
             if self.offset_manager.expire(group, now, self.config.offsets_retention_ms, records) \
                     and group.is_in(S.EMPTY):
-                records.append(R.group_tombstone(gid))
+                records.append(group_tombstone(gid))
         for consumer_group in list(self.consumer_groups.values()):
             if self.offset_manager.expire(consumer_group, now,
                                           self.config.offsets_retention_ms, records) \

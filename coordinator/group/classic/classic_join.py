@@ -11,13 +11,23 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ...runtime import errors as E
 from ...runtime.coordinator_runtime import ShardContext
-from ...runtime.errors import CoordinatorError
+from ...runtime.errors import (
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    GROUP_MAX_SIZE_REACHED,
+    INCONSISTENT_GROUP_PROTOCOL,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    UNKNOWN_SERVER_ERROR,
+    CoordinatorError,
+)
 from ...runtime.result import Result
-from .. import record_builders as R
 from ..events import GroupEventLog
 from ..group_config import CoordinatorConfig
+from ..record_builders import empty_group_metadata, group_metadata
 from ..requests import JoinRequest, JoinResult, SyncResult
 from .classic_group import ClassicGroup, GroupState, Member, new_member_id
 
@@ -51,18 +61,18 @@ class ClassicJoin:
         new_group = group is None
         if group is None:
             if not is_unknown:
-                fut.set_result(JoinResult(E.UNKNOWN_MEMBER_ID, r.member_id))
+                fut.set_result(JoinResult(UNKNOWN_MEMBER_ID, r.member_id))
                 return Result((), fut)
             group = self._create_group(r.group_id)
         if not self._accept_joining_member(group, r.member_id):
             group.remove(r.member_id)
-            fut.set_result(JoinResult(E.GROUP_MAX_SIZE_REACHED, ""))
+            fut.set_result(JoinResult(GROUP_MAX_SIZE_REACHED, ""))
         elif is_unknown:
             self._join_new_member(group, r, fut)
         else:
             self._join_existing_member(group, r, fut)
         if new_group:
-            self._write(R.empty_group_metadata(group))
+            self._write(empty_group_metadata(group))
         return self._result(fut)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -77,10 +87,10 @@ class ClassicJoin:
 
     def _join_new_member(self, group: ClassicGroup, r: JoinRequest, fut: asyncio.Future) -> None:
         if group.is_in(S.DEAD):
-            fut.set_result(JoinResult(E.COORDINATOR_NOT_AVAILABLE, ""))
+            fut.set_result(JoinResult(COORDINATOR_NOT_AVAILABLE, ""))
             return
         if not group.supports_protocols(r.protocol_type, r.protocols):
-            fut.set_result(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, ""))
+            fut.set_result(JoinResult(INCONSISTENT_GROUP_PROTOCOL, ""))
             return
         if r.group_instance_id is not None:
             new_id = new_member_id(r.group_instance_id)
@@ -95,7 +105,7 @@ class ClassicJoin:
             new_id = new_member_id(r.client_id)
             group.pending_join.add(new_id)
             self._reschedule_heartbeat_id(group.group_id, new_id, r.session_timeout_ms)
-            fut.set_result(JoinResult(E.MEMBER_ID_REQUIRED, new_id))
+            fut.set_result(JoinResult(MEMBER_ID_REQUIRED, new_id))
         else:
             self._add_member(group, r, new_member_id(r.client_id), fut)
 
@@ -103,14 +113,14 @@ class ClassicJoin:
                               fut: asyncio.Future) -> None:
         mid = r.member_id
         if group.state is S.DEAD:
-            fut.set_result(JoinResult(E.COORDINATOR_NOT_AVAILABLE, mid))
+            fut.set_result(JoinResult(COORDINATOR_NOT_AVAILABLE, mid))
             return
         if not group.supports_protocols(r.protocol_type, r.protocols):
-            fut.set_result(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, mid))
+            fut.set_result(JoinResult(INCONSISTENT_GROUP_PROTOCOL, mid))
             return
         if group.is_pending(mid):
             if r.group_instance_id is not None:
-                fut.set_result(JoinResult(E.UNKNOWN_SERVER_ERROR, mid))
+                fut.set_result(JoinResult(UNKNOWN_SERVER_ERROR, mid))
                 return
             self._add_member(group, r, mid, fut)
             return
@@ -139,11 +149,11 @@ class ClassicJoin:
             else:
                 fut.set_result(self._current_join_result(group, mid, []))
         else:
-            fut.set_result(JoinResult(E.UNKNOWN_MEMBER_ID, mid))
+            fut.set_result(JoinResult(UNKNOWN_MEMBER_ID, mid))
 
     @staticmethod
     def _current_join_result(group: ClassicGroup, member_id: str, members: list) -> JoinResult:
-        return JoinResult(E.NONE, member_id, group.generation, group.protocol_type,
+        return JoinResult(NONE, member_id, group.generation, group.protocol_type,
                           group.protocol_name, group.leader_id or "", members)
 
     def _add_member(self, group: ClassicGroup, r: JoinRequest, member_id: str,
@@ -172,8 +182,8 @@ class ClassicJoin:
         current_leader = group.leader_id
         new = group.replace_static_member(
             instance_id, old_id, new_id,
-            join_fence=JoinResult(E.FENCED_INSTANCE_ID, old_id),
-            sync_fence=SyncResult(E.FENCED_INSTANCE_ID),
+            join_fence=JoinResult(FENCED_INSTANCE_ID, old_id),
+            sync_fence=SyncResult(FENCED_INSTANCE_ID),
         )
         self.context.cancel(heartbeat_key(group.group_id, old_id))
         self.events.emit(group.group_id, "static-member-replaced", member_id=new_id,
@@ -191,14 +201,14 @@ class ClassicJoin:
                 if version >= 9:
                     is_leader = group.is_leader(new_id)
                     group.complete_join(new, JoinResult(
-                        E.NONE, new_id, group.generation, group.protocol_type,
+                        NONE, new_id, group.generation, group.protocol_type,
                         group.protocol_name, group.leader_id or "",
                         group.leader_members() if is_leader else [], skip_assignment=is_leader))
                 else:
                     group.complete_join(new, JoinResult(
-                        E.NONE, new_id, group.generation, group.protocol_type,
+                        NONE, new_id, group.generation, group.protocol_type,
                         group.protocol_name, current_leader or ""))
-            self._write(R.group_metadata(group, assignment), on_durable)
+            self._write(group_metadata(group, assignment), on_durable)
         elif group.is_in(S.COMPLETING_REBALANCE):
             self._prepare_rebalance(group)
         elif group.is_in(S.PREPARING_REBALANCE):
@@ -223,7 +233,7 @@ class ClassicJoin:
 
     def _prepare_rebalance(self, group: ClassicGroup) -> None:
         if group.is_in(S.COMPLETING_REBALANCE):
-            self._reset_and_propagate_assignment_with_error(group, E.REBALANCE_IN_PROGRESS)
+            self._reset_and_propagate_assignment_with_error(group, REBALANCE_IN_PROGRESS)
         gid = group.group_id
         self.context.cancel(("sync", gid))
         initial = group.is_in(S.EMPTY)
@@ -294,7 +304,7 @@ class ClassicJoin:
                          leader=group.leader_id)
         if group.is_in(S.EMPTY):
             log.info("group %s with generation %d is now empty", gid, group.generation)
-            self._write(R.group_metadata(group, {}))
+            self._write(group_metadata(group, {}))
             return
         log.info("stabilized group %s generation %d (%d members, protocol %s)", gid,
                  group.generation, len(group.members), group.protocol_name)

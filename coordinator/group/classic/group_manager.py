@@ -16,14 +16,23 @@ from typing import Any
 
 from kafkette.protocol.group_records import GroupMetadataValue
 
-from ...runtime import errors as E
 from ...runtime.coordinator_log import RawRecord
 from ...runtime.coordinator_runtime import ShardContext
-from ...runtime.errors import CoordinatorError
+from ...runtime.errors import (
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    GROUP_ID_NOT_FOUND,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    CoordinatorError,
+)
 from ...runtime.result import Result
-from .. import record_builders as R
 from ..events import GroupEventLog
 from ..group_config import CoordinatorConfig
+from ..record_builders import group_metadata
 from ..requests import DescribedGroup, JoinResult, SyncRequest, SyncResult
 from .classic_group import (
     STATE_DEAD,
@@ -41,10 +50,10 @@ S = GroupState
 
 
 _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
-    E.NONE, E.UNKNOWN_MEMBER_ID, E.COORDINATOR_NOT_AVAILABLE, E.ILLEGAL_GENERATION,
-    E.REBALANCE_IN_PROGRESS, E.FENCED_INSTANCE_ID)}
-_HEARTBEAT_OK = _HEARTBEAT_RESULTS[E.NONE]
-_HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[E.REBALANCE_IN_PROGRESS]
+    NONE, UNKNOWN_MEMBER_ID, COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION,
+    REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID)}
+_HEARTBEAT_OK = _HEARTBEAT_RESULTS[NONE]
+_HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[REBALANCE_IN_PROGRESS]
 
 
 class GroupMetadataManager(ClassicJoin):
@@ -196,7 +205,7 @@ class GroupMetadataManager(ClassicJoin):
         return self._result(None)
 
     def _remove_member_and_update(self, group: ClassicGroup, member: Member) -> None:
-        group.complete_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
+        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
         group.remove(member.member_id)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance_or_complete_join(group)
@@ -210,7 +219,7 @@ class GroupMetadataManager(ClassicJoin):
 
     def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
         # Kafka names the protocol only in successful answers.
-        ptype, pname = (group.protocol_type, group.protocol_name) if error == E.NONE else (None, None)
+        ptype, pname = (group.protocol_type, group.protocol_name) if error == NONE else (None, None)
         for member in group.members.values():
             if group.complete_sync(member, SyncResult(error, member.assignment, ptype, pname)):
                 self._reschedule_heartbeat(group, member)
@@ -221,16 +230,16 @@ class GroupMetadataManager(ClassicJoin):
         fut = self.context.new_future()
         group = self.groups.get(r.group_id)
         if group is None:
-            fut.set_result(SyncResult(E.UNKNOWN_MEMBER_ID))
+            fut.set_result(SyncResult(UNKNOWN_MEMBER_ID))
             return Result((), fut)
         error = self._validate_sync(group, r)
         state = group.state
         if error is not None:
             fut.set_result(SyncResult(error))
         elif state is S.EMPTY:
-            fut.set_result(SyncResult(E.UNKNOWN_MEMBER_ID))
+            fut.set_result(SyncResult(UNKNOWN_MEMBER_ID))
         elif state is S.PREPARING_REBALANCE:
-            fut.set_result(SyncResult(E.REBALANCE_IN_PROGRESS))
+            fut.set_result(SyncResult(REBALANCE_IN_PROGRESS))
         elif state is S.COMPLETING_REBALANCE:
             group.members[r.member_id].sync_future = fut
             self._remove_pending_sync(group, r.member_id)
@@ -238,23 +247,23 @@ class GroupMetadataManager(ClassicJoin):
                 self._store_assignment(group, r)
         elif state is S.STABLE:
             self._remove_pending_sync(group, r.member_id)
-            fut.set_result(SyncResult(E.NONE, group.members[r.member_id].assignment,
+            fut.set_result(SyncResult(NONE, group.members[r.member_id].assignment,
                                       group.protocol_type, group.protocol_name))
         return self._result(fut)
 
     @staticmethod
     def _validate_sync(group: ClassicGroup, r: SyncRequest) -> int | None:
         if group.is_in(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
+            return COORDINATOR_NOT_AVAILABLE
         try:
             group.validate_member(r.member_id, r.group_instance_id)
         except CoordinatorError as exc:
             return exc.code
         if r.generation != group.generation:
-            return E.ILLEGAL_GENERATION
+            return ILLEGAL_GENERATION
         if _inconsistent(r.protocol_type, group.protocol_type) or _inconsistent(
                 r.protocol_name, group.protocol_name):
-            return E.INCONSISTENT_GROUP_PROTOCOL
+            return INCONSISTENT_GROUP_PROTOCOL
         return None
 
     def _remove_pending_sync(self, group: ClassicGroup, member_id: str) -> None:
@@ -275,23 +284,23 @@ class GroupMetadataManager(ClassicJoin):
                 return
             for member in group.members.values():
                 member.assignment = assignment.get(member.member_id, b"")
-            self._propagate_assignment(group, E.NONE)
+            self._propagate_assignment(group, NONE)
             group.transition(S.STABLE, self._now())
             self.events.emit(group.group_id, "rebalance-completed", generation=generation,
                              members=len(group.members))
-        self._write(R.group_metadata(group, assignment), on_durable)
+        self._write(group_metadata(group, assignment), on_durable)
 
     # Heartbeat / LeaveGroup ------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> Result:
         group = self.groups.get(group_id)
         if group is None:
-            return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
+            return _HEARTBEAT_RESULTS[UNKNOWN_MEMBER_ID]
         # The hottest group request: states and answers are module globals (an enum member
         # looked up on its class costs ~70 ns in 3.11, a global ~10).
         state = group.state
         if state is STATE_DEAD:
-            return _HEARTBEAT_RESULTS[E.COORDINATOR_NOT_AVAILABLE]
+            return _HEARTBEAT_RESULTS[COORDINATOR_NOT_AVAILABLE]
         member = group.members.get(member_id) if instance_id is None else None
         if member is None:  # unknown, or static: group.validate_member says which error
             try:
@@ -300,9 +309,9 @@ class GroupMetadataManager(ClassicJoin):
                 return _HEARTBEAT_RESULTS.get(exc.code) or Result((), exc.code)
             member = group.members[member_id]
         if generation != group.generation:
-            return _HEARTBEAT_RESULTS[E.ILLEGAL_GENERATION]
+            return _HEARTBEAT_RESULTS[ILLEGAL_GENERATION]
         if state is STATE_EMPTY:
-            return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
+            return _HEARTBEAT_RESULTS[UNKNOWN_MEMBER_ID]
         # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
         session_ms = member.session_timeout_ms
         if not self.context.touch(heartbeat_key(group_id, member_id), session_ms):
@@ -320,9 +329,9 @@ class GroupMetadataManager(ClassicJoin):
         """Response: (error, [(member id, instance id, error)])."""
         group = self.groups.get(group_id)
         if group is None:
-            return Result((), (E.NONE, [(m, i, E.UNKNOWN_MEMBER_ID) for m, i in members]))
+            return Result((), (NONE, [(m, i, UNKNOWN_MEMBER_ID) for m, i in members]))
         if group.is_in(S.DEAD):
-            return Result((), (E.COORDINATOR_NOT_AVAILABLE, []))
+            return Result((), (COORDINATOR_NOT_AVAILABLE, []))
         results: list[tuple[str, str | None, int]] = []
         removed = False
         for member_id, instance_id in members:
@@ -330,14 +339,14 @@ class GroupMetadataManager(ClassicJoin):
                 static_id = group.static_members.get(instance_id) if instance_id is not None else None
                 if static_id is not None:
                     self._remove_current_member(group, static_id)
-                    results.append((member_id, instance_id, E.NONE))
+                    results.append((member_id, instance_id, NONE))
                     removed = True
                 else:
-                    results.append((member_id, instance_id, E.UNKNOWN_MEMBER_ID))
+                    results.append((member_id, instance_id, UNKNOWN_MEMBER_ID))
             elif group.is_pending(member_id):
                 group.remove(member_id)
                 self.context.cancel(heartbeat_key(group_id, member_id))
-                results.append((member_id, instance_id, E.NONE))
+                results.append((member_id, instance_id, NONE))
                 removed = True
             else:
                 try:
@@ -346,21 +355,21 @@ class GroupMetadataManager(ClassicJoin):
                     results.append((member_id, instance_id, exc.code))
                     continue
                 self._remove_current_member(group, member_id)
-                results.append((member_id, instance_id, E.NONE))
+                results.append((member_id, instance_id, NONE))
                 removed = True
         if removed:
             if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
                 self._maybe_prepare_rebalance_or_complete_join(group)
             elif group.is_in(S.PREPARING_REBALANCE):
                 self._maybe_complete_join_phase(group)
-        return self._result((E.NONE, results))
+        return self._result((NONE, results))
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
         self.context.cancel(heartbeat_key(group.group_id, member_id))
         log.info("member %s leaves group %s", member_id, group.group_id)
         self.events.emit(group.group_id, "member-left", member_id=member_id)
-        group.complete_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
+        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
         group.remove(member_id)
 
     # Describe / List (reads) -----------------------------------------------------------------
@@ -368,9 +377,9 @@ class GroupMetadataManager(ClassicJoin):
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             if version >= 6:
-                return DescribedGroup(group_id, E.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
+                return DescribedGroup(group_id, GROUP_ID_NOT_FOUND, "Dead", "", "", [],
                                       f"Group {group_id} not found.")
-            return DescribedGroup(group_id, E.NONE, "Dead", "", "", [])
+            return DescribedGroup(group_id, NONE, "Dead", "", "", [])
         if group.is_in(S.STABLE):
             assert group.protocol_name is not None
             members = [(m, m.metadata(group.protocol_name)) for m in group.members.values()]
@@ -378,7 +387,7 @@ class GroupMetadataManager(ClassicJoin):
         else:
             members = [(m, b"") for m in group.members.values()]
             data = ""
-        return DescribedGroup(group_id, E.NONE, group.state.value, group.protocol_type or "",
+        return DescribedGroup(group_id, NONE, group.state.value, group.protocol_type or "",
                               data, members)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:

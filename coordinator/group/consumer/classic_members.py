@@ -247,16 +247,16 @@ def _preview(group: ConsumerGroup, out: list[Record]) -> ConsumerGroup:
 
 def _records_of(group: ConsumerGroup) -> list[Record]:
     """The records that rebuild ``group`` (its current state, for previews)."""
-    from . import consumer_record_builders as R
+    from . import consumer_record_builders as records
 
     gid = group.group_id
-    out: list[Record] = [R.member_subscription(gid, m) for m in group.members.values()]
-    out += [R.resolved_regex(gid, r, v.topics, v.version, v.timestamp)
+    out: list[Record] = [records.member_subscription(gid, m) for m in group.members.values()]
+    out += [records.resolved_regex(gid, r, v.topics, v.version, v.timestamp)
             for r, v in group.resolved_regexes.items()]
-    out.append(R.subscription_metadata(gid, group.subscription_metadata))
-    out.append(R.group_epoch(gid, group.group_epoch))
-    out += [R.target_member(gid, m, a) for m, a in group.target.items()]
+    out.append(records.subscription_metadata(gid, group.subscription_metadata))
+    out.append(records.group_epoch(gid, group.group_epoch))
+    out += [records.target_member(gid, m, a) for m, a in group.target.items()]
     if group.assignment_epoch != -1:
-        out.append(R.target_epoch(gid, group.assignment_epoch))
-    out += [R.current_assignment(gid, m) for m in group.members.values()]
+        out.append(records.target_epoch(gid, group.assignment_epoch))
+    out += [records.current_assignment(gid, m) for m in group.members.values()]
     return out
