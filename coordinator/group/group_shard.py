@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from .consumer.heartbeat import HeartbeatRequest
 
 log = logging.getLogger("kafkette.coordinator")
-S = GroupState
 
 __all__ = ["CommitPartition", "CoordinatorConfig", "DescribedGroup", "GroupCoordinatorShard",
            "JoinRequest", "JoinResult", "SyncRequest", "SyncResult"]
@@ -243,9 +242,9 @@ class GroupCoordinatorShard:
             records, out = self.offset_manager.delete(consumer_group, topics)
             return Result(records, (NONE, out))
         group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
+        if group is None or group.is_in(GroupState.DEAD):
             return Result((), (GROUP_ID_NOT_FOUND, []))
-        if group.is_in(S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE) and \
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE) and \
                 not group.uses_consumer_protocol():
             return Result((), (NON_EMPTY_GROUP, []))
         records, out = self.offset_manager.delete(group, topics)
@@ -266,9 +265,9 @@ class GroupCoordinatorShard:
                 results.append((gid, code))
                 continue
             group = self.groups.get(gid)
-            if group is None or group.is_in(S.DEAD):
+            if group is None or group.is_in(GroupState.DEAD):
                 results.append((gid, GROUP_ID_NOT_FOUND))
-            elif not group.is_in(S.EMPTY):
+            elif not group.is_in(GroupState.EMPTY):
                 results.append((gid, NON_EMPTY_GROUP))
             else:
                 self.offset_manager.delete_all(gid, records)
@@ -302,7 +301,7 @@ class GroupCoordinatorShard:
                                                 store=False)
         else:
             group = self.groups.get(group_id)
-            if group is not None and group.is_in(S.DEAD):
+            if group is not None and group.is_in(GroupState.DEAD):
                 return Result((), [COORDINATOR_NOT_AVAILABLE] * len(partitions))
             result = self.offset_manager.commit(group, request, partitions,
                                                 self.context.now_ms(),
@@ -372,7 +371,7 @@ class GroupCoordinatorShard:
         now = self.context.now_ms()
         for gid, group in list(self.groups.items()):
             if self.offset_manager.expire(group, now, self.config.offsets_retention_ms, records) \
-                    and group.is_in(S.EMPTY):
+                    and group.is_in(GroupState.EMPTY):
                 records.append(group_tombstone(gid))
         for consumer_group in list(self.consumer_groups.values()):
             if self.offset_manager.expire(consumer_group, now,

@@ -34,7 +34,6 @@ from .classic_group import ClassicGroup, GroupState, Member, new_member_id
 log = logging.getLogger("kafkette.coordinator")
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
-S = GroupState
 
 
 def heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -78,15 +77,15 @@ class ClassicJoin:
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.max_group_size
         state = group.state
-        if state is S.EMPTY or state is S.DEAD:
+        if state is GroupState.EMPTY or state is GroupState.DEAD:
             return True
-        if state is S.PREPARING_REBALANCE:
+        if state is GroupState.PREPARING_REBALANCE:
             member = group.members.get(member_id)
             return (member is not None and member.awaiting_join) or group.awaiting_join_count < max_size
         return member_id in group.members or len(group.members) < max_size
 
     def _join_new_member(self, group: ClassicGroup, r: JoinRequest, fut: asyncio.Future) -> None:
-        if group.is_in(S.DEAD):
+        if group.is_in(GroupState.DEAD):
             fut.set_result(JoinResult(COORDINATOR_NOT_AVAILABLE, ""))
             return
         if not group.supports_protocols(r.protocol_type, r.protocols):
@@ -112,7 +111,7 @@ class ClassicJoin:
     def _join_existing_member(self, group: ClassicGroup, r: JoinRequest,
                               fut: asyncio.Future) -> None:
         mid = r.member_id
-        if group.state is S.DEAD:
+        if group.state is GroupState.DEAD:
             fut.set_result(JoinResult(COORDINATOR_NOT_AVAILABLE, mid))
             return
         if not group.supports_protocols(r.protocol_type, r.protocols):
@@ -131,19 +130,19 @@ class ClassicJoin:
             return
         member = group.members[mid]
         state = group.state
-        if state is S.PREPARING_REBALANCE:
+        if state is GroupState.PREPARING_REBALANCE:
             group.update_member(member, r.protocols, r.rebalance_timeout_ms,
                                 r.session_timeout_ms, fut)
             # _maybe_prepare_rebalance_or_complete_join, knowing the group cannot rebalance
-            if group.has_all_members_joined() and group.previous_state is not S.EMPTY:
+            if group.has_all_members_joined() and group.previous_state is not GroupState.EMPTY:
                 self._complete_join(group)
-        elif state is S.COMPLETING_REBALANCE:
+        elif state is GroupState.COMPLETING_REBALANCE:
             if member.protocols == r.protocols:
                 fut.set_result(self._current_join_result(
                     group, mid, group.leader_members() if group.is_leader(mid) else []))
             else:
                 self._update_member_then_rebalance(group, member, r, fut)
-        elif state is S.STABLE:
+        elif state is GroupState.STABLE:
             if group.is_leader(mid) or member.protocols != r.protocols:
                 self._update_member_then_rebalance(group, member, r, fut)
             else:
@@ -161,7 +160,7 @@ class ClassicJoin:
         member = Member(member_id, r.group_instance_id, r.client_id, r.client_host,
                         r.rebalance_timeout_ms, r.session_timeout_ms, r.protocol_type,
                         r.protocols, is_new=True)
-        if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
+        if group.is_in(GroupState.PREPARING_REBALANCE) and group.previous_state is GroupState.EMPTY:
             group.new_member_added = True
         group.add(member, fut)
         self.events.emit(group.group_id, "member-joined", member_id=member_id,
@@ -190,7 +189,7 @@ class ClassicJoin:
                          previous_member_id=old_id, instance_id=instance_id)
         self._reschedule_heartbeat(group, new)
         group.update_member(new, r.protocols, r.rebalance_timeout_ms, r.session_timeout_ms, fut)
-        if group.is_in(S.STABLE):
+        if group.is_in(GroupState.STABLE):
             if (group.protocol_name or "") != group.select_protocol():
                 self._maybe_prepare_rebalance_or_complete_join(group)
                 return
@@ -209,16 +208,16 @@ class ClassicJoin:
                         NONE, new_id, group.generation, group.protocol_type,
                         group.protocol_name, current_leader or ""))
             self._write(group_metadata(group, assignment), on_durable)
-        elif group.is_in(S.COMPLETING_REBALANCE):
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
             self._prepare_rebalance(group)
-        elif group.is_in(S.PREPARING_REBALANCE):
+        elif group.is_in(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join_phase(group)
 
     def rebalance_after_downgrade(self, group_id: str) -> Result:
         """A consumer group just became this classic group (KIP-848 online downgrade): its
         members get heartbeat timers and a rebalance starts (Kafka's convertToClassicGroup)."""
         group = self.groups.get(group_id)
-        if group is not None and group.is_in(S.STABLE):
+        if group is not None and group.is_in(GroupState.STABLE):
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)
             self._prepare_rebalance(group)
@@ -232,16 +231,16 @@ class ClassicJoin:
             self._maybe_complete_join_phase(group)
 
     def _prepare_rebalance(self, group: ClassicGroup) -> None:
-        if group.is_in(S.COMPLETING_REBALANCE):
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_with_error(group, REBALANCE_IN_PROGRESS)
         gid = group.group_id
         self.context.cancel(("sync", gid))
-        initial = group.is_in(S.EMPTY)
+        initial = group.is_in(GroupState.EMPTY)
         if initial:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             self._schedule_initial_join(gid, delay, remaining)
-        group.transition(S.PREPARING_REBALANCE, self._now())
+        group.transition(GroupState.PREPARING_REBALANCE, self._now())
         self.events.emit(gid, "rebalance-started", generation=group.generation,
                          members=len(group.members))
         log.debug("preparing to rebalance group %s (generation %d)", gid, group.generation)
@@ -282,14 +281,14 @@ class ClassicJoin:
         return self._result(None)
 
     def _maybe_complete_join_phase(self, group: ClassicGroup) -> None:
-        if (group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined()
-                and group.previous_state is not S.EMPTY):
+        if (group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined()
+                and group.previous_state is not GroupState.EMPTY):
             self._complete_join(group)
 
     def _complete_join(self, group: ClassicGroup) -> None:
         gid = group.group_id
         self.context.cancel(("join", gid))
-        if not group.is_in(S.PREPARING_REBALANCE):
+        if not group.is_in(GroupState.PREPARING_REBALANCE):
             return
         for member in [m for m in group.not_yet_rejoined() if not m.is_static]:
             group.remove(member.member_id)
@@ -302,7 +301,7 @@ class ClassicJoin:
         self.events.emit(gid, "generation", generation=group.generation,
                          members=len(group.members), protocol=group.protocol_name,
                          leader=group.leader_id)
-        if group.is_in(S.EMPTY):
+        if group.is_in(GroupState.EMPTY):
             log.info("group %s with generation %d is now empty", gid, group.generation)
             self._write(group_metadata(group, {}))
             return

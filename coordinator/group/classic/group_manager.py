@@ -46,7 +46,6 @@ from .classic_join import ClassicJoin, heartbeat_key
 
 log = logging.getLogger("kafkette.coordinator")
 
-S = GroupState
 
 
 _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
@@ -95,7 +94,7 @@ class GroupMetadataManager(ClassicJoin):
         for group in self.groups.values():
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)
-            if len(group.members) > self.config.max_group_size and group.is_in(S.STABLE):
+            if len(group.members) > self.config.max_group_size and group.is_in(GroupState.STABLE):
                 self._prepare_rebalance(group)
         self._records, self._hooks = [], []  # not written: the loaded state is the log's
 
@@ -105,11 +104,11 @@ class GroupMetadataManager(ClassicJoin):
         for group in self.groups.values():
             self._cancel_group_timers(group)
             for member in list(group.members.values()):
-                if group.is_in(S.PREPARING_REBALANCE):
+                if group.is_in(GroupState.PREPARING_REBALANCE):
                     group.complete_join(member, JoinResult(error, member.member_id))
-                if group.is_in(S.COMPLETING_REBALANCE, S.STABLE):
+                if group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
                     group.complete_sync(member, SyncResult(error))
-            group.transition(S.DEAD, now)
+            group.transition(GroupState.DEAD, now)
         self.groups.clear()
 
     # Replay ----------------------------------------------------------------------------------
@@ -118,7 +117,7 @@ class GroupMetadataManager(ClassicJoin):
             group = self.groups.pop(group_id, None)
             if group is not None:
                 self._cancel_group_timers(group)
-                group.transition(S.DEAD, self._now())
+                group.transition(GroupState.DEAD, self._now())
             return
         self.groups[group_id] = self._group_from_record(group_id, value)
 
@@ -130,7 +129,7 @@ class GroupMetadataManager(ClassicJoin):
     def _group_from_record(self, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
         group = ClassicGroup(
             group_id, self._now(),
-            state=S.STABLE if value.members else S.EMPTY,
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
             generation=value.generation,
             protocol_type=value.protocol_type or None,
             protocol_name=value.protocol,
@@ -164,7 +163,7 @@ class GroupMetadataManager(ClassicJoin):
     def _expire_pending_sync(self, group_id: str, generation: int) -> Result:
         group = self.groups.get(group_id)
         if group is not None and group.generation == generation and \
-                group.is_in(S.COMPLETING_REBALANCE, S.STABLE) and group.pending_sync:
+                group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and group.pending_sync:
             for member_id in list(group.pending_sync):
                 group.remove(member_id)
                 self.context.cancel(heartbeat_key(group_id, member_id))
@@ -188,12 +187,12 @@ class GroupMetadataManager(ClassicJoin):
 
     def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
         group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
+        if group is None or group.is_in(GroupState.DEAD):
             return self._result(None)
         if group.is_pending(member_id):
             log.info("pending member %s of group %s expired", member_id, group_id)
             group.remove(member_id)
-            if group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
+            if group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
                 self._complete_join(group)
             return self._result(None)
         member = group.members.get(member_id)
@@ -207,9 +206,9 @@ class GroupMetadataManager(ClassicJoin):
     def _remove_member_and_update(self, group: ClassicGroup, member: Member) -> None:
         group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
         group.remove(member.member_id)
-        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance_or_complete_join(group)
-        elif group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
+        elif group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
             self._complete_join(group)
 
     def _reset_and_propagate_assignment_with_error(self, group: ClassicGroup, error: int) -> None:
@@ -236,16 +235,16 @@ class GroupMetadataManager(ClassicJoin):
         state = group.state
         if error is not None:
             fut.set_result(SyncResult(error))
-        elif state is S.EMPTY:
+        elif state is GroupState.EMPTY:
             fut.set_result(SyncResult(UNKNOWN_MEMBER_ID))
-        elif state is S.PREPARING_REBALANCE:
+        elif state is GroupState.PREPARING_REBALANCE:
             fut.set_result(SyncResult(REBALANCE_IN_PROGRESS))
-        elif state is S.COMPLETING_REBALANCE:
+        elif state is GroupState.COMPLETING_REBALANCE:
             group.members[r.member_id].sync_future = fut
             self._remove_pending_sync(group, r.member_id)
             if group.is_leader(r.member_id):
                 self._store_assignment(group, r)
-        elif state is S.STABLE:
+        elif state is GroupState.STABLE:
             self._remove_pending_sync(group, r.member_id)
             fut.set_result(SyncResult(NONE, group.members[r.member_id].assignment,
                                       group.protocol_type, group.protocol_name))
@@ -253,7 +252,7 @@ class GroupMetadataManager(ClassicJoin):
 
     @staticmethod
     def _validate_sync(group: ClassicGroup, r: SyncRequest) -> int | None:
-        if group.is_in(S.DEAD):
+        if group.is_in(GroupState.DEAD):
             return COORDINATOR_NOT_AVAILABLE
         try:
             group.validate_member(r.member_id, r.group_instance_id)
@@ -269,7 +268,7 @@ class GroupMetadataManager(ClassicJoin):
     def _remove_pending_sync(self, group: ClassicGroup, member_id: str) -> None:
         pending = group.pending_sync
         pending.discard(member_id)
-        if not pending or group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE):
+        if not pending or group.is_in(GroupState.DEAD, GroupState.EMPTY, GroupState.PREPARING_REBALANCE):
             self.context.cancel(("sync", group.group_id))
 
     def _store_assignment(self, group: ClassicGroup, r: SyncRequest) -> None:
@@ -280,12 +279,12 @@ class GroupMetadataManager(ClassicJoin):
 
         def on_durable() -> None:
             if self.groups.get(group.group_id) is not group or not (
-                    group.is_in(S.COMPLETING_REBALANCE) and group.generation == generation):
+                    group.is_in(GroupState.COMPLETING_REBALANCE) and group.generation == generation):
                 return
             for member in group.members.values():
                 member.assignment = assignment.get(member.member_id, b"")
             self._propagate_assignment(group, NONE)
-            group.transition(S.STABLE, self._now())
+            group.transition(GroupState.STABLE, self._now())
             self.events.emit(group.group_id, "rebalance-completed", generation=generation,
                              members=len(group.members))
         self._write(group_metadata(group, assignment), on_durable)
@@ -320,7 +319,7 @@ class GroupMetadataManager(ClassicJoin):
 
     def touch_member(self, group: ClassicGroup, member_id: str) -> None:
         """An offset commit counts as a heartbeat of a live member."""
-        if group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             member = group.members.get(member_id)
             if member is not None:
                 self._reschedule_heartbeat(group, member)
@@ -330,7 +329,7 @@ class GroupMetadataManager(ClassicJoin):
         group = self.groups.get(group_id)
         if group is None:
             return Result((), (NONE, [(m, i, UNKNOWN_MEMBER_ID) for m, i in members]))
-        if group.is_in(S.DEAD):
+        if group.is_in(GroupState.DEAD):
             return Result((), (COORDINATOR_NOT_AVAILABLE, []))
         results: list[tuple[str, str | None, int]] = []
         removed = False
@@ -358,9 +357,9 @@ class GroupMetadataManager(ClassicJoin):
                 results.append((member_id, instance_id, NONE))
                 removed = True
         if removed:
-            if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
                 self._maybe_prepare_rebalance_or_complete_join(group)
-            elif group.is_in(S.PREPARING_REBALANCE):
+            elif group.is_in(GroupState.PREPARING_REBALANCE):
                 self._maybe_complete_join_phase(group)
         return self._result((NONE, results))
 
@@ -375,12 +374,12 @@ class GroupMetadataManager(ClassicJoin):
     # Describe / List (reads) -----------------------------------------------------------------
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
         group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
+        if group is None or group.is_in(GroupState.DEAD):
             if version >= 6:
                 return DescribedGroup(group_id, GROUP_ID_NOT_FOUND, "Dead", "", "", [],
                                       f"Group {group_id} not found.")
             return DescribedGroup(group_id, NONE, "Dead", "", "", [])
-        if group.is_in(S.STABLE):
+        if group.is_in(GroupState.STABLE):
             assert group.protocol_name is not None
             members = [(m, m.metadata(group.protocol_name)) for m in group.members.values()]
             data = group.protocol_name
