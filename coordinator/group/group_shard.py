@@ -244,8 +244,8 @@ class GroupCoordinatorShard:
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return Result((), (GROUP_ID_NOT_FOUND, []))
-        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE) and \
-                not group.uses_consumer_protocol():
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE,
+                       GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
             return Result((), (NON_EMPTY_GROUP, []))
         records, out = self.offset_manager.delete(group, topics)
         return Result(records, (NONE, out))
