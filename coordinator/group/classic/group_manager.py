@@ -1,6 +1,7 @@
 """Classic groups of one shard (the classic half of Kafka's GroupMetadataManager): SyncGroup,
 Heartbeat, LeaveGroup, their timers, DescribeGroups/ListGroups views and the replay of group
-metadata records; JoinGroup and the join phase are its ClassicJoin half (classic_join.py).
+metadata records. JoinGroup, the join phase and the member timers are its ``JoinPhase``
+(classic_join.py), a collaborator it holds and calls.
 
 Ops change the in-memory groups themselves and return the GroupMetadata records that persist
 them with ``replay=False`` (as Kafka does for classic groups). A failed append makes the runtime
@@ -11,12 +12,9 @@ futures and timers are soft state: never written, and every timer op re-validate
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
 from kafkette.protocol.group_records import GroupMetadataValue
 
-from ...runtime.coordinator_log import RawRecord
 from ...runtime.coordinator_runtime import ShardContext
 from ...runtime.errors import (
     COORDINATOR_NOT_AVAILABLE,
@@ -33,7 +31,7 @@ from ...runtime.result import Result
 from ..events import GroupEventLog
 from ..group_config import CoordinatorConfig
 from ..record_builders import group_metadata
-from ..requests import DescribedGroup, JoinResult, SyncRequest, SyncResult
+from ..requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .classic_group import (
     STATE_DEAD,
     STATE_EMPTY,
@@ -42,11 +40,10 @@ from .classic_group import (
     GroupState,
     Member,
 )
-from .classic_join import ClassicJoin, heartbeat_key
+from .classic_join import JoinPhase, heartbeat_key
+from .pending_writes import PendingWrites
 
 log = logging.getLogger("kafkette.coordinator")
-
-
 
 _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
     NONE, UNKNOWN_MEMBER_ID, COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION,
@@ -55,52 +52,34 @@ _HEARTBEAT_OK = _HEARTBEAT_RESULTS[NONE]
 _HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[REBALANCE_IN_PROGRESS]
 
 
-class GroupMetadataManager(ClassicJoin):
+class GroupMetadataManager:
     def __init__(self, context: ShardContext, config: CoordinatorConfig) -> None:
         self.context = context
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
         self.events = GroupEventLog(context)  # what people watching the console see
-        # What the running op has to write, and its on-durable hooks (see ``_result``).
-        self._records: list[RawRecord] = []
-        self._hooks: list[Callable[[], None]] = []
+        self.writes = PendingWrites()  # what the running op has to write
+        self.join = JoinPhase(context, config, self.groups, self.events, self.writes)
 
-    def _now(self) -> int:
-        return self.context.now_ms()
+    def join_group(self, r: JoinRequest) -> Result:
+        """Result whose response is the (maybe parked) future of the JoinResult."""
+        return self.join.join_group(r)
 
-    def _result(self, response: Any) -> Result:
-        """The running op's records (GroupMetadata, not replayed) with ``response``."""
-        records, hooks = self._records, self._hooks
-        if not records and not hooks:
-            return Result((), response)
-        self._records, self._hooks = [], []
-        if not hooks:
-            on_durable = None
-        elif len(hooks) == 1:
-            on_durable = hooks[0]
-        else:
-            def on_durable() -> None:
-                for hook in hooks:
-                    hook()
-        return Result(records, response, replay=False, on_durable=on_durable)
-
-    def _write(self, record: RawRecord, on_durable: Callable[[], None] | None = None) -> None:
-        self._records.append(record)
-        if on_durable is not None:
-            self._hooks.append(on_durable)
+    def rebalance_after_downgrade(self, group_id: str) -> Result:
+        return self.join.rebalance_after_downgrade(group_id)
 
     # Lifecycle -------------------------------------------------------------------------------
     def on_loaded(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                self._reschedule_heartbeat(group, member)
+                self.join.reschedule_heartbeat(group, member)
             if len(group.members) > self.config.max_group_size and group.is_in(GroupState.STABLE):
-                self._prepare_rebalance(group)
-        self._records, self._hooks = [], []  # not written: the loaded state is the log's
+                self.join.prepare_rebalance(group)
+        self.writes.clear()  # not written: the loaded state is the log's
 
     def on_unloaded(self, error: int) -> None:
         """The shard is dropped: parked requests get ``error``, groups become Dead."""
-        now = self._now()
+        now = self.context.now_ms()
         for group in self.groups.values():
             self._cancel_group_timers(group)
             for member in list(group.members.values()):
@@ -117,18 +96,18 @@ class GroupMetadataManager(ClassicJoin):
             group = self.groups.pop(group_id, None)
             if group is not None:
                 self._cancel_group_timers(group)
-                group.transition(GroupState.DEAD, self._now())
+                group.transition(GroupState.DEAD, self.context.now_ms())
             return
         self.groups[group_id] = self._group_from_record(group_id, value)
 
     def ensure_group(self, group_id: str) -> None:
         """An offset commit of an unknown group creates a simple (Empty) group."""
         if group_id not in self.groups:
-            self._create_group(group_id)
+            self.join.create_group(group_id)
 
     def _group_from_record(self, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
         group = ClassicGroup(
-            group_id, self._now(),
+            group_id, self.context.now_ms(),
             state=GroupState.STABLE if value.members else GroupState.EMPTY,
             generation=value.generation,
             protocol_type=value.protocol_type or None,
@@ -148,80 +127,12 @@ class GroupMetadataManager(ClassicJoin):
         group.subscribed_topics = group.compute_subscribed_topics()
         return group
 
-    def _create_group(self, group_id: str) -> ClassicGroup:
-        group = ClassicGroup(group_id, self._now())
-        self.groups[group_id] = group
-        return group
-
     def _cancel_group_timers(self, group: ClassicGroup) -> None:
         gid = group.group_id
         self.context.cancel(("join", gid))
         self.context.cancel(("sync", gid))
         for member_id in list(group.members) + list(group.pending_join):
             self.context.cancel(heartbeat_key(gid, member_id))
-
-    def _expire_pending_sync(self, group_id: str, generation: int) -> Result:
-        group = self.groups.get(group_id)
-        if group is not None and group.generation == generation and \
-                group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and group.pending_sync:
-            for member_id in list(group.pending_sync):
-                group.remove(member_id)
-                self.context.cancel(heartbeat_key(group_id, member_id))
-            log.info("removed members of group %s that did not sync in time", group_id)
-            self.events.emit(group_id, "sync-expired", generation=generation)
-            self._prepare_rebalance(group)
-        return self._result(None)
-
-    def _reschedule_heartbeat(self, group: ClassicGroup, member: Member,
-                              delay_ms: int | None = None) -> None:
-        self._reschedule_heartbeat_id(group.group_id, member.member_id,
-                                      member.session_timeout_ms if delay_ms is None else delay_ms)
-
-    def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
-        key = heartbeat_key(group_id, member_id)
-        # The member's pending timer (same key, same op) only moves: a completed join or sync
-        # re-arms every member's, twice per rebalance.
-        if not self.context.touch(key, delay_ms):
-            self.context.schedule(key, delay_ms,
-                                  lambda _s: self._expire_heartbeat(group_id, member_id))
-
-    def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
-        group = self.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
-            return self._result(None)
-        if group.is_pending(member_id):
-            log.info("pending member %s of group %s expired", member_id, group_id)
-            group.remove(member_id)
-            if group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
-                self._complete_join(group)
-            return self._result(None)
-        member = group.members.get(member_id)
-        if member is not None and not member.has_satisfied_heartbeat():
-            log.info("member %s of group %s failed its session timeout; removing it",
-                     member_id, group_id)
-            self.events.emit(group_id, "session-expired", member_id=member_id)
-            self._remove_member_and_update(group, member)
-        return self._result(None)
-
-    def _remove_member_and_update(self, group: ClassicGroup, member: Member) -> None:
-        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
-        group.remove(member.member_id)
-        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance_or_complete_join(group)
-        elif group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
-            self._complete_join(group)
-
-    def _reset_and_propagate_assignment_with_error(self, group: ClassicGroup, error: int) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-        self._propagate_assignment(group, error)
-
-    def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
-        # Kafka names the protocol only in successful answers.
-        ptype, pname = (group.protocol_type, group.protocol_name) if error == NONE else (None, None)
-        for member in group.members.values():
-            if group.complete_sync(member, SyncResult(error, member.assignment, ptype, pname)):
-                self._reschedule_heartbeat(group, member)
 
     # SyncGroup -------------------------------------------------------------------------------
     def sync_group(self, r: SyncRequest) -> Result:
@@ -248,7 +159,7 @@ class GroupMetadataManager(ClassicJoin):
             self._remove_pending_sync(group, r.member_id)
             fut.set_result(SyncResult(NONE, group.members[r.member_id].assignment,
                                       group.protocol_type, group.protocol_name))
-        return self._result(fut)
+        return self.writes.result(fut)
 
     @staticmethod
     def _validate_sync(group: ClassicGroup, r: SyncRequest) -> int | None:
@@ -283,11 +194,11 @@ class GroupMetadataManager(ClassicJoin):
                 return
             for member in group.members.values():
                 member.assignment = assignment.get(member.member_id, b"")
-            self._propagate_assignment(group, NONE)
-            group.transition(GroupState.STABLE, self._now())
+            self.join.propagate_assignment(group, NONE)
+            group.transition(GroupState.STABLE, self.context.now_ms())
             self.events.emit(group.group_id, "rebalance-completed", generation=generation,
                              members=len(group.members))
-        self._write(group_metadata(group, assignment), on_durable)
+        self.writes.add(group_metadata(group, assignment), on_durable)
 
     # Heartbeat / LeaveGroup ------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
@@ -314,7 +225,7 @@ class GroupMetadataManager(ClassicJoin):
         # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
         session_ms = member.session_timeout_ms
         if not self.context.touch(heartbeat_key(group_id, member_id), session_ms):
-            self._reschedule_heartbeat_id(group_id, member_id, session_ms)
+            self.join.reschedule_heartbeat_id(group_id, member_id, session_ms)
         return _HEARTBEAT_REBALANCING if state is STATE_PREPARING_REBALANCE else _HEARTBEAT_OK
 
     def touch_member(self, group: ClassicGroup, member_id: str) -> None:
@@ -322,7 +233,7 @@ class GroupMetadataManager(ClassicJoin):
         if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             member = group.members.get(member_id)
             if member is not None:
-                self._reschedule_heartbeat(group, member)
+                self.join.reschedule_heartbeat(group, member)
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> Result:
         """Response: (error, [(member id, instance id, error)])."""
@@ -358,10 +269,10 @@ class GroupMetadataManager(ClassicJoin):
                 removed = True
         if removed:
             if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-                self._maybe_prepare_rebalance_or_complete_join(group)
+                self.join.maybe_prepare_rebalance_or_complete_join(group)
             elif group.is_in(GroupState.PREPARING_REBALANCE):
-                self._maybe_complete_join_phase(group)
-        return self._result((NONE, results))
+                self.join.maybe_complete_join_phase(group)
+        return self.writes.result((NONE, results))
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
