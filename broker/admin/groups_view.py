@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkette.coordinator.group.events import GroupEvent, GroupEventLog
-from kafkette.coordinator.runtime.errors import CoordinatorError
+from kafkette.coordinator.runtime.error_codes import CoordinatorError
 from kafkette.coordinator.runtime.serving import SERVING_NODE
 
 from ..admin_cli import decode_assignment

@@ -11,7 +11,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.group.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
-from kafkette.coordinator.runtime.errors import INCONSISTENT_GROUP_PROTOCOL, NONE
+from kafkette.coordinator.runtime.error_codes import INCONSISTENT_GROUP_PROTOCOL, NONE
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 

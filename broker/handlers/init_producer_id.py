@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator.runtime.errors import COORDINATOR_NOT_AVAILABLE, fenced_for
+from kafkette.coordinator.runtime.error_codes import COORDINATOR_NOT_AVAILABLE, fenced_for
 from kafkette.protocol.build import make
 
 from ..context import RequestContext

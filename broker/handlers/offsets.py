@@ -9,7 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.group.requests import CommitPartition, OffsetCommitRequest
-from kafkette.coordinator.runtime.errors import NONE
+from kafkette.coordinator.runtime.error_codes import NONE
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 

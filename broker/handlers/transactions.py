@@ -18,7 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     NONE,
     OPERATION_NOT_ATTEMPTED,

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
 from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext, State
-from ..runtime.errors import (
+from ..runtime.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     INVALID_GROUP_ID,

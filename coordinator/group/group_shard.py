@@ -1,8 +1,9 @@
 """The group coordinator shard of one ``__consumer_offsets`` partition (Kafka's
 GroupCoordinatorShard): one method per request kind returning a Result (writes) or a value
 (reads), ``replay`` dispatching records by type to the group and offset managers, load/unload
-hooks and the offsets-retention timer. The runtime (runtime/coordinator_runtime.py) runs these and owns the log;
-the service calls the request methods by reference (``GroupCoordinatorShard.heartbeat``...).
+hooks and the offsets-retention timer. The runtime (runtime/coordinator_runtime.py) runs these
+and owns the log; the service calls the request methods by reference
+(``GroupCoordinatorShard.heartbeat``...).
 
 Groups are reached one way each: classic groups in ``group_manager.groups``, consumer groups
 (KIP-848) in ``consumer_groups``; the consumer-group manager through ``consumer_manager()``,
@@ -20,7 +21,7 @@ from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, R
 
 from ..runtime.coordinator_log import RawRecord, TxnMarker, TxnRecordKey
 from ..runtime.coordinator_runtime import ShardContext
-from ..runtime.errors import (
+from ..runtime.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     GROUP_ID_NOT_FOUND,
     NON_EMPTY_GROUP,
@@ -49,7 +50,7 @@ from .requests import (
 )
 
 if TYPE_CHECKING:
-    from .consumer.consumer_group import ConsumerGroup
+    from .consumer.consumer_group_state import ConsumerGroup
     from .consumer.consumer_manager import ConsumerGroupManager
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
     from .consumer.heartbeat import HeartbeatRequest

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..runtime.errors import NONE
+from ..runtime.error_codes import NONE
 from .classic.classic_group import Member, Protocols
 
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 from .clock import Clock
 from .coordinator_log import CoordinatorLog, RawRecord
-from .errors import (
+from .error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     NOT_COORDINATOR,
     UNKNOWN_SERVER_ERROR,

@@ -13,7 +13,7 @@ from typing import Any
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
 from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext
-from ..runtime.errors import (
+from ..runtime.error_codes import (
     CONCURRENT_TRANSACTIONS,
     COORDINATOR_NOT_AVAILABLE,
     INVALID_REQUEST,

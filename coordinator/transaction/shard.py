@@ -38,7 +38,7 @@ from kafkette.protocol.transaction_records import (
 )
 
 from ..runtime.coordinator_runtime import ShardContext
-from ..runtime.errors import (
+from ..runtime.error_codes import (
     CONCURRENT_TRANSACTIONS,
     INVALID_PRODUCER_EPOCH,
     INVALID_PRODUCER_ID_MAPPING,

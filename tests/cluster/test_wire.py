@@ -155,7 +155,7 @@ def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafk
 
     def state() -> int:
         """The error a group op gets now on the serving node (0: served)."""
-        from kafkette.coordinator.runtime.errors import CoordinatorError
+        from kafkette.coordinator.runtime.error_codes import CoordinatorError
 
         try:
             broker.coordinator.shard_for(group)

@@ -13,7 +13,7 @@ from kafkette.coordinator.group.consumer.classic_members import (
     classic_sync,
 )
 from kafkette.coordinator.group.consumer.member import MemberState
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
     INCONSISTENT_GROUP_PROTOCOL,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkette.coordinator.group.assignor.spec import make_assignment
-from kafkette.coordinator.group.consumer.consumer_group import ConsumerGroupState
+from kafkette.coordinator.group.consumer.consumer_group_state import ConsumerGroupState
 from kafkette.coordinator.group.consumer.describe import (
     MEMBER_TYPE_CONSUMER,
     DescribedTopicPartitions,

@@ -10,7 +10,7 @@ import pytest
 from kafkette.coordinator.group.assignor import UniformAssignor
 from kafkette.coordinator.group.assignor.spec import SubscriptionType, make_assignment
 from kafkette.coordinator.group.consumer import consumer_record_builders as records
-from kafkette.coordinator.group.consumer.consumer_group import (
+from kafkette.coordinator.group.consumer.consumer_group_state import (
     ConsumerGroup,
     ConsumerGroupState,
     GroupStateError,
@@ -19,7 +19,7 @@ from kafkette.coordinator.group.consumer.consumer_group import (
 from kafkette.coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from kafkette.coordinator.group.consumer.reconcile import reconcile
 from kafkette.coordinator.group.consumer.target import build_target_assignment
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_MEMBER_EPOCH,
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,

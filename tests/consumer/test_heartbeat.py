@@ -12,7 +12,7 @@ import pytest
 
 from kafkette.coordinator.group.assignor import RangeAssignor, UniformAssignor
 from kafkette.coordinator.group.assignor.spec import make_assignment
-from kafkette.coordinator.group.consumer.consumer_group import (
+from kafkette.coordinator.group.consumer.consumer_group_state import (
     ConsumerGroup,
     ConsumerGroupState,
     replay_record,
@@ -25,7 +25,7 @@ from kafkette.coordinator.group.consumer.heartbeat import (
     refresh_regexes,
 )
 from kafkette.coordinator.group.consumer.member import MemberState
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,

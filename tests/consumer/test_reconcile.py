@@ -12,7 +12,7 @@ from kafkette.coordinator.group.consumer.member import (
     make_assignment,
 )
 from kafkette.coordinator.group.consumer.reconcile import reconcile
-from kafkette.coordinator.runtime.errors import FENCED_MEMBER_EPOCH, CoordinatorError
+from kafkette.coordinator.runtime.error_codes import FENCED_MEMBER_EPOCH, CoordinatorError
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)

@@ -15,7 +15,7 @@ from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 from kafkette.coordinator.group.offsets.offset_store import built_entry, decode_rest
 from kafkette.coordinator.group.requests import OffsetCommitRequest
 from kafkette.coordinator.runtime.clock import ManualClock
-from kafkette.coordinator.runtime.errors import NONE, OFFSET_METADATA_TOO_LARGE
+from kafkette.coordinator.runtime.error_codes import NONE, OFFSET_METADATA_TOO_LARGE
 from kafkette.protocol.group_records import (
     OffsetCommitValue,
     encode_offset_key,

@@ -9,7 +9,7 @@ import pytest
 
 from kafkette.coordinator.group.requests import OffsetCommitRequest
 from kafkette.coordinator.runtime.coordinator_runtime import State
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     NONE,

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from kafkette.coordinator.runtime.errors import COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+from kafkette.coordinator.runtime.error_codes import COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 from kafkette.storage.log import KafkaStorageError
 
 from .env import COMMIT, FETCH, Env, entity

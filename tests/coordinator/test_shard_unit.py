@@ -16,7 +16,7 @@ from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
 from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 from kafkette.coordinator.group.requests import JoinRequest, OffsetCommitRequest, SyncRequest
 from kafkette.coordinator.runtime.clock import ManualClock
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     GROUP_ID_NOT_FOUND,
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,

@@ -10,7 +10,7 @@ from kafkette.coordinator.group.record_builders import (
     offset_tombstone,
 )
 from kafkette.coordinator.runtime.coordinator_log import TxnMarker, TxnRecordKey
-from kafkette.coordinator.runtime.errors import NONE, UNSTABLE_OFFSET_COMMIT
+from kafkette.coordinator.runtime.error_codes import NONE, UNSTABLE_OFFSET_COMMIT
 
 from .test_shard_unit import shard  # noqa: F401 - the fixture
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from kafkette.coordinator.group.requests import DescribedGroup, JoinRequest
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     NONE,

@@ -146,7 +146,7 @@ def test_the_small_varint_table_is_the_varint_encoding():
 
 KIP848 = ("kafkette.coordinator.group.consumer.consumer_manager",
           "kafkette.coordinator.group.consumer.heartbeat",
-          "kafkette.coordinator.group.consumer.consumer_group",
+          "kafkette.coordinator.group.consumer.consumer_group_state",
           "kafkette.coordinator.group.consumer.member",
           "kafkette.protocol.consumer_group_records", "kafkette.protocol.consumer_protocol",
           "kio.schema.consumer_protocol_subscription")

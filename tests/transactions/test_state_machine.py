@@ -10,7 +10,7 @@ import pytest
 
 from kafkette.coordinator.runtime.clock import ManualClock
 from kafkette.coordinator.runtime.coordinator_log import MemoryLog
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     CONCURRENT_TRANSACTIONS,
     INVALID_PRODUCER_ID_MAPPING,
     INVALID_TRANSACTION_TIMEOUT,

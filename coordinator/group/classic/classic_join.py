@@ -15,7 +15,7 @@ import asyncio
 import logging
 
 from ...runtime.coordinator_runtime import ShardContext
-from ...runtime.errors import (
+from ...runtime.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,

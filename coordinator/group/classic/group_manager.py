@@ -16,7 +16,7 @@ import logging
 from kafkette.protocol.group_records import GroupMetadataValue
 
 from ...runtime.coordinator_runtime import ShardContext
-from ...runtime.errors import (
+from ...runtime.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
     GROUP_ID_NOT_FOUND,
@@ -179,7 +179,8 @@ class GroupMetadataManager:
     def _remove_pending_sync(self, group: ClassicGroup, member_id: str) -> None:
         pending = group.pending_sync
         pending.discard(member_id)
-        if not pending or group.is_in(GroupState.DEAD, GroupState.EMPTY, GroupState.PREPARING_REBALANCE):
+        if not pending or group.is_in(GroupState.DEAD, GroupState.EMPTY,
+                                      GroupState.PREPARING_REBALANCE):
             self.context.cancel(("sync", group.group_id))
 
     def _store_assignment(self, group: ClassicGroup, r: SyncRequest) -> None:
@@ -189,8 +190,8 @@ class GroupMetadataManager:
         generation = r.generation
 
         def on_durable() -> None:
-            if self.groups.get(group.group_id) is not group or not (
-                    group.is_in(GroupState.COMPLETING_REBALANCE) and group.generation == generation):
+            if self.groups.get(group.group_id) is not group or group.generation != generation \
+                    or not group.is_in(GroupState.COMPLETING_REBALANCE):
                 return
             for member in group.members.values():
                 member.assignment = assignment.get(member.member_id, b"")

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
     ILLEGAL_GENERATION,
@@ -24,7 +24,7 @@ from kafkette.coordinator.runtime.errors import (
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from kafkette.protocol.consumer_protocol import ConsumerProtocolError
 
-from .consumer_group import ConsumerGroup, TopicLookup
+from .consumer_group_state import ConsumerGroup, TopicLookup
 from .consumer_record_builders import Record
 from .heartbeat import (
     HeartbeatRequest,

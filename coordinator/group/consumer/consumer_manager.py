@@ -17,7 +17,7 @@ from kafkette.protocol import consumer_group_records as cgr
 
 from ...runtime.coordinator_log import RawRecord
 from ...runtime.coordinator_runtime import ShardContext
-from ...runtime.errors import (
+from ...runtime.error_codes import (
     GROUP_ID_NOT_FOUND,
     INVALID_GROUP_ID,
     MEMBER_ID_REQUIRED,
@@ -40,7 +40,7 @@ from .classic_members import (
     classic_leave,
     classic_sync,
 )
-from .consumer_group import ConsumerGroup, replay_record
+from .consumer_group_state import ConsumerGroup, replay_record
 from .consumer_record_builders import Record, encode_records
 from .heartbeat import (
     HeartbeatRequest,

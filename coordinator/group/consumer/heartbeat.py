@@ -23,7 +23,7 @@ from kafkette.coordinator.group.assignor.spec import (
     PartitionAssignor,
     PartitionAssignorError,
 )
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     GROUP_ID_NOT_FOUND,
     GROUP_MAX_SIZE_REACHED,
@@ -36,7 +36,7 @@ from kafkette.coordinator.runtime.errors import (
 )
 
 from . import consumer_record_builders as records
-from .consumer_group import (
+from .consumer_group_state import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,

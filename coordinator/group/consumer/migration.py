@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkette.coordinator.runtime.errors import GROUP_ID_NOT_FOUND, CoordinatorError
+from kafkette.coordinator.runtime.error_codes import GROUP_ID_NOT_FOUND, CoordinatorError
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from kafkette.protocol.consumer_protocol import (
     HIGHEST_VERSION,
@@ -29,7 +29,7 @@ from kafkette.protocol.consumer_protocol import (
 from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 
 from . import consumer_record_builders as records
-from .consumer_group import ConsumerGroup
+from .consumer_group_state import ConsumerGroup
 from .consumer_record_builders import Record
 from .member import Assignment, ConsumerGroupMember, MemberState, make_assignment
 

@@ -25,7 +25,7 @@ from kafkette.protocol.group_records import (
 )
 
 from ...runtime.coordinator_log import RawRecord
-from ...runtime.errors import (
+from ...runtime.error_codes import (
     GROUP_ID_NOT_FOUND,
     GROUP_SUBSCRIBED_TO_TOPIC,
     ILLEGAL_GENERATION,
@@ -52,8 +52,8 @@ _I32 = struct.Struct(">i")
 
 class Group(Protocol):
     """What offsets need of a group (Kafka's Group interface, its offset half): a classic
-    group (classic/classic_group.py ClassicGroup) and a consumer group (consumer/consumer_group.py ConsumerGroup) both
-    are one."""
+    group (classic/classic_group.py ClassicGroup) and a consumer group
+    (consumer/consumer_group_state.py ConsumerGroup) both are one."""
 
     group_id: str
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkette.coordinator.group.assignor.spec import Assignment, SubscriptionType
-from kafkette.coordinator.runtime.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_MEMBER_EPOCH,
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,
