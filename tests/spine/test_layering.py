@@ -22,6 +22,14 @@ ALLOWED = {
     "pipeline": {"protocol"},
     "broker": {"protocol", "storage", "coordinator", "pipeline"},
 }
+# Inside coordinator/: every coordinator runs on the runtime, which knows none of them; the
+# group and transaction coordinators (and a share-state coordinator beside them) never import
+# each other.
+FORBIDDEN_INSIDE_COORDINATOR = {
+    "coordinator.runtime": ("coordinator.group", "coordinator.transaction"),
+    "coordinator.transaction": ("coordinator.group",),
+    "coordinator.group": ("coordinator.transaction",),
+}
 # Inside broker/: handlers and services never reach back up to the server or the connection.
 FORBIDDEN_INSIDE_BROKER = {
     "broker.handlers": ("broker.server", "broker.connection", "broker.cli", "broker.testing",
@@ -169,6 +177,16 @@ def test_handlers_and_services_never_import_upwards() -> None:
     wrong = []
     for module, targets in import_graph().items():
         for prefix, forbidden in FORBIDDEN_INSIDE_BROKER.items():
+            if module == prefix or module.startswith(prefix + "."):
+                wrong += [f"{module} -> {t}" for t in targets
+                          if any(t == f or t.startswith(f + ".") for f in forbidden)]
+    assert wrong == []
+
+
+def test_coordinators_stand_on_the_runtime_and_not_on_each_other() -> None:
+    wrong = []
+    for module, targets in import_graph().items():
+        for prefix, forbidden in FORBIDDEN_INSIDE_COORDINATOR.items():
             if module == prefix or module.startswith(prefix + "."):
                 wrong += [f"{module} -> {t}" for t in targets
                           if any(t == f or t.startswith(f + ".") for f in forbidden)]
