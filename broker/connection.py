@@ -24,8 +24,8 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkette.coordinator.runtime import DurableFuture
-from kafkette.coordinator.serving import SERVING_NODE
+from kafkette.coordinator.runtime.coordinator_runtime import DurableFuture
+from kafkette.coordinator.runtime.serving import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, HeaderParser

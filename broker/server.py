@@ -8,7 +8,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafkette.coordinator.clock import SystemClock
+from kafkette.coordinator.runtime.clock import SystemClock
 from kafkette.storage.topics import LogManager
 
 from .admin import admin_address, start_admin, stop_admin
@@ -24,7 +24,7 @@ from .services.group_configs import GroupConfigService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
-    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.group.group_service import GroupCoordinator
 
 log = logging.getLogger("kafkette.broker")
 

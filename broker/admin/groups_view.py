@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kafkette.coordinator.errors import CoordinatorError
-from kafkette.coordinator.events import GroupEvent, GroupEventLog
-from kafkette.coordinator.service import SERVING_NODE
+from kafkette.coordinator.group.events import GroupEvent, GroupEventLog
+from kafkette.coordinator.runtime.error_codes import CoordinatorError
+from kafkette.coordinator.runtime.serving import SERVING_NODE
 from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
 
 CONSUMER_PROTOCOL = "consumer"

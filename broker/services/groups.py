@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.group.group_service import GroupCoordinator
     from kafkette.coordinator.transaction.service import TransactionCoordinator
     from kafkette.storage.topics import LogManager
 
@@ -21,7 +21,8 @@ log = logging.getLogger("kafkette.transactions")
 # What starting the coordinators imports (most of coordinator/): imported in a worker thread, so
 # the event loop keeps answering the requests that need no coordinator meanwhile. The transaction
 # coordinator's modules load only when it starts (its topic exists, or a first transactional use).
-_COORDINATOR_MODULES = ("kafkette.broker.services.offsets_log", "kafkette.coordinator.service")
+_COORDINATOR_MODULES = ("kafkette.broker.services.offsets_log",
+                       "kafkette.coordinator.group.group_service")
 _TRANSACTION_MODULES = ("kafkette.broker.services.transactions",)
 
 

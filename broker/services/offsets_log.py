@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from operator import itemgetter
 from typing import Any
 
-from kafkette.coordinator.log import TxnMarker, TxnRecordKey
-from kafkette.coordinator.offset_replay import RawBatches
+from kafkette.coordinator.group.offsets.offset_replay import RawBatches
+from kafkette.coordinator.runtime.coordinator_log import TxnMarker, TxnRecordKey
 from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.records import build_batch, parse_batch_header
 from kafkette.storage.segment import read_region
@@ -103,7 +103,7 @@ def _batch(records: list[tuple[bytes, bytes | None]], producer: tuple[int, int] 
 
 def consumer_group_config(config: Any) -> Any:
     """group.consumer.* and group.coordinator.rebalance.protocols, validated (ConfigError)."""
-    from kafkette.coordinator.consumer.config import ConsumerGroupConfig
+    from kafkette.coordinator.group.consumer.consumer_group_config import ConsumerGroupConfig
 
     from ..config import ConfigError
 
@@ -116,7 +116,7 @@ def consumer_group_config(config: Any) -> Any:
 def coordinator_config(config: Any, logs: Any = None, group_overrides: Any = None) -> Any:
     """``group_overrides``: the live map of groups' own session timeout and heartbeat interval
     (broker/services/group_configs.py)."""
-    from kafkette.coordinator.config import CoordinatorConfig
+    from kafkette.coordinator.group.group_config import CoordinatorConfig
 
     return CoordinatorConfig(
         consumer=consumer_group_config(config), topics=topic_view(logs),
@@ -147,7 +147,7 @@ async def internal_topic(logs: Any, name: str, partitions: int, segment_bytes: s
 async def start_coordinator(logs: Any, config: Any, clock: Any, group_overrides: Any = None
                             ) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
-    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.group.group_service import GroupCoordinator
 
     info = await internal_topic(logs, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
                                 config.get_str("offsets.topic.segment.bytes"), "producer")
@@ -173,7 +173,7 @@ def _partition_counter(logs: Any) -> Callable[[str], int]:
 
 def topic_view(logs: Any) -> Any:
     """The coordinator's view of the (non-internal) topics of ``logs``."""
-    from kafkette.coordinator.consumer.topics import TopicView
+    from kafkette.coordinator.group.consumer.topic_view import TopicView
 
     if logs is None:
         return TopicView()

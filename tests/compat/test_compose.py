@@ -128,7 +128,7 @@ def test_dockerfile_copies_what_the_package_needs(tmp_path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     for module in ("broker/cli/main.py", "broker/cli/healthcheck.py", "storage/topics.py",
-                   "coordinator/service.py", "protocol/codec.py"):
+                   "coordinator/group/group_service.py", "protocol/codec.py"):
         assert (built / "kafkette" / module).is_file(), module
 
 

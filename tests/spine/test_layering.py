@@ -26,6 +26,14 @@ ALLOWED = {
     "pipeline": {"protocol"},
     "broker": {"protocol", "storage", "coordinator", "pipeline"},
 }
+# Inside coordinator/: every coordinator runs on the runtime, which knows none of them; the
+# group and transaction coordinators (and a share-state coordinator beside them) never import
+# each other.
+FORBIDDEN_INSIDE_COORDINATOR = {
+    "coordinator.runtime": ("coordinator.group", "coordinator.transaction"),
+    "coordinator.transaction": ("coordinator.group",),
+    "coordinator.group": ("coordinator.transaction",),
+}
 # Inside broker/: handlers and services never reach back up to the server or the connection.
 FORBIDDEN_INSIDE_BROKER = {
     "broker.handlers": ("broker.server", "broker.connection", "broker.cli", "broker.testing"),
@@ -154,7 +162,7 @@ def test_the_graph_sees_the_imports_it_must() -> None:
     assert "protocol.records" in graph["storage.log"]
     assert "broker.registry" in graph["broker.connection"]
     assert {"broker.handlers.metadata", "broker.api_versions"} <= graph["broker.registry"]  # by name
-    assert "coordinator.service" in graph["broker.services.groups"]
+    assert "coordinator.group.group_service" in graph["broker.services.groups"]
     assert "pipeline.cli" in graph["broker.cli.main"]  # imported inside a function
     assert "broker.server" in graph["broker.cli.main"]  # the CLI starts the serving broker
     assert "broker.cluster.faults" in graph["broker.connection"]
@@ -223,3 +231,13 @@ def test_coordinator_imports_nothing_from_broker() -> None:
     graph = import_graph()
     assert [f"{m} -> {t}" for m, targets in graph.items() if _within(m, "coordinator")
             for t in sorted(targets) if _within(t, "broker")] == []
+
+
+def test_coordinators_stand_on_the_runtime_and_not_on_each_other() -> None:
+    wrong = []
+    for module, targets in import_graph().items():
+        for prefix, forbidden in FORBIDDEN_INSIDE_COORDINATOR.items():
+            if module == prefix or module.startswith(prefix + "."):
+                wrong += [f"{module} -> {t}" for t in targets
+                          if any(t == f or t.startswith(f + ".") for f in forbidden)]
+    assert wrong == []

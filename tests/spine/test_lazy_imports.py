@@ -18,8 +18,8 @@ from kafkette.broker.routes import REGISTERED, TABLE
 
 # Never imported by ``kafkette serve`` before the broker listens.
 HEAVY = ("aiohttp", "prometheus_client", "kafkette.broker.admin.http_server", "kafkette.broker.handlers.",
-         "kafkette.coordinator.service", "kafkette.coordinator.transaction",
-         "kafkette.coordinator.group", "kafkette.coordinator.consumer.heartbeat",
+         "kafkette.coordinator.group.group_service", "kafkette.coordinator.transaction",
+         "kafkette.coordinator.group.classic", "kafkette.coordinator.group.consumer.heartbeat",
          "kafkette.protocol.consumer_protocol", "kafkette.protocol.consumer_group_records",
          "kafkette.pipeline", "kafkette.broker.cli.groups_command",
          "kafkette.broker.cli.cluster_command", "kafkette.broker.cli.admin_client",
@@ -145,8 +145,10 @@ def test_the_small_varint_table_is_the_varint_encoding():
     assert tuple(varint_bytes(n) for n in range(8192)) == SMALL_VARINTS
 
 
-KIP848 = ("kafkette.coordinator.consumer_manager", "kafkette.coordinator.consumer.heartbeat",
-          "kafkette.coordinator.consumer.group", "kafkette.coordinator.consumer.member",
+KIP848 = ("kafkette.coordinator.group.consumer.consumer_manager",
+          "kafkette.coordinator.group.consumer.heartbeat",
+          "kafkette.coordinator.group.consumer.consumer_group_state",
+          "kafkette.coordinator.group.consumer.member",
           "kafkette.protocol.consumer_group_records", "kafkette.protocol.consumer_protocol",
           "kio.schema.consumer_protocol_subscription")
 
@@ -156,10 +158,10 @@ def test_simple_groups_load_no_consumer_group_machinery():
     # nor the consumer-protocol codecs; the first consumer-group record brings them in.
     code = """
 import sys
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.requests import OffsetCommitRequest
 from kafkette.protocol.group_records import encode_offset_key, encode_offset_value
 
 KIP848 = KIP848_MODULES
@@ -188,6 +190,6 @@ from kafkette.protocol import consumer_group_records as cgr
 shard.replay(cgr.encode_key(cgr.ConsumerGroupMetadataKey("c")),
              cgr.encode_value(cgr.ConsumerGroupMetadataValue(3)))
 assert list(shard.consumer_groups) == ["c"], shard.consumer_groups
-assert "kafkette.coordinator.consumer_manager" in sys.modules
+assert "kafkette.coordinator.group.consumer.consumer_manager" in sys.modules
 """
     subprocess.run([sys.executable, "-c", f"KIP848_MODULES = {KIP848!r}\n{code}"], check=True, timeout=60)

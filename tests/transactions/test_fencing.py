@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.runtime.clock import ManualClock
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 from tests.wire import WireClient

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
-from kafkette.coordinator.errors import FENCED_MEMBER_EPOCH, CoordinatorError
+from kafkette.coordinator.runtime.error_codes import FENCED_MEMBER_EPOCH, CoordinatorError
 
 from .member import Assignment, ConsumerGroupMember, MemberState
 

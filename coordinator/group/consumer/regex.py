@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from kafkette.coordinator.errors import INVALID_REGULAR_EXPRESSION, CoordinatorError
+from kafkette.coordinator.runtime.error_codes import INVALID_REGULAR_EXPRESSION, CoordinatorError
 
 log = logging.getLogger(__name__)
 

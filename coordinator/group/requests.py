@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import errors as E
-from .group import Member, Protocols
+from ..runtime.error_codes import NONE
+from .classic.classic_group import Member, Protocols
 
 
 @dataclass(slots=True)
 class JoinResult:
-    error: int = E.NONE
+    error: int = NONE
     member_id: str = ""
     generation: int = -1
     protocol_type: str | None = None
@@ -23,7 +23,7 @@ class JoinResult:
 
 @dataclass(slots=True)
 class SyncResult:
-    error: int = E.NONE
+    error: int = NONE
     assignment: bytes = b""
     protocol_type: str | None = None
     protocol_name: str | None = None

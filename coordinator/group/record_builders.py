@@ -16,8 +16,8 @@ from kafkette.protocol.group_records import (
     encode_value,
 )
 
-from .group import ClassicGroup
-from .log import RawRecord
+from ..runtime.coordinator_log import RawRecord
+from .classic.classic_group import ClassicGroup
 
 
 def group_metadata(group: ClassicGroup, assignment: dict[str, bytes]) -> RawRecord:

@@ -1,6 +1,6 @@
 """Consumer groups (KIP-848) of one shard: the consumer half of Kafka's GroupMetadataManager.
 
-Wires the pure operations of ``coordinator.consumer`` into the runtime: ConsumerGroupHeartbeat
+Wires the pure operations of ``coordinator.group.consumer`` into the runtime: ConsumerGroupHeartbeat
 as a write op whose records are replayed like any loaded record, the member timers (session,
 rebalance) and the throttled regex refresh as timer write ops, ConsumerGroupDescribe and the
 consumer rows of ListGroups/DescribeGroups as reads, DeleteGroups/OffsetCommit validation.
@@ -15,19 +15,34 @@ from typing import Any
 
 from kafkette.protocol import consumer_group_records as cgr
 
-from . import errors as E
-from . import records as R
-from .config import CoordinatorConfig
-from .consumer import describe
-from .consumer.classic import (
+from ...runtime.coordinator_log import RawRecord
+from ...runtime.coordinator_runtime import ShardContext
+from ...runtime.error_codes import (
+    GROUP_ID_NOT_FOUND,
+    INVALID_GROUP_ID,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNSUPPORTED_VERSION,
+    CoordinatorError,
+)
+from ...runtime.result import Result
+from ..classic.classic_group import ClassicGroup, GroupState
+from ..classic.group_manager import GroupMetadataManager
+from ..group_config import CoordinatorConfig
+from ..record_builders import group_tombstone
+from ..requests import JoinRequest, JoinResult, SyncRequest, SyncResult
+from . import describe
+from .classic_members import (
     ClassicJoin,
     classic_heartbeat,
     classic_join,
     classic_leave,
     classic_sync,
 )
-from .consumer.group import ConsumerGroup, replay_record
-from .consumer.heartbeat import (
+from .consumer_group_state import ConsumerGroup, replay_record
+from .consumer_record_builders import Record, encode_records
+from .heartbeat import (
     HeartbeatRequest,
     HeartbeatResult,
     HeartbeatSettings,
@@ -38,22 +53,14 @@ from .consumer.heartbeat import (
     session_timeout_expired,
     validate_request,
 )
-from .consumer.member import MemberState
-from .consumer.migration import (
+from .member import MemberState
+from .migration import (
     ClassicMemberView,
     downgrade_records,
     members_from_classic,
     upgrade_records,
     upgrade_refusal,
 )
-from .consumer.records import Record, encode_records
-from .errors import CoordinatorError
-from .group import ClassicGroup, GroupState
-from .group_manager import GroupMetadataManager
-from .log import RawRecord
-from .requests import JoinRequest, JoinResult, SyncRequest, SyncResult
-from .result import Result
-from .runtime import ShardContext
 
 log = logging.getLogger("kafkette.coordinator")
 
@@ -253,7 +260,7 @@ class ConsumerGroupManager:
     def heartbeat(self, request: HeartbeatRequest) -> Result:
         """Response: the HeartbeatResult (CoordinatorError before anything is written)."""
         if not self.config.enabled:
-            raise CoordinatorError(E.UNSUPPORTED_VERSION,
+            raise CoordinatorError(UNSUPPORTED_VERSION,
                                    "The consumer group protocol is not enabled.")
         group_id = request.group_id
         group = self.groups.get(group_id)
@@ -263,10 +270,10 @@ class ConsumerGroupManager:
             classic = self.classic.groups.get(group_id)
             if classic is not None and request.member_epoch != 0:
                 validate_request(request, self.settings.assignor_names)
-                raise CoordinatorError(E.GROUP_ID_NOT_FOUND,
+                raise CoordinatorError(GROUP_ID_NOT_FOUND,
                                        f"Group {group_id} is not a consumer group.")
             if classic is not None and request.member_epoch == 0:
-                prefix.append(R.group_tombstone(group_id))  # replayed: the classic group goes
+                prefix.append(group_tombstone(group_id))  # replayed: the classic group goes
                 if not classic.is_in(GroupState.EMPTY):
                     group, upgrade = self._upgrade(classic)
                     prefix += encode_records(upgrade)
@@ -282,9 +289,9 @@ class ConsumerGroupManager:
             log.info("classic group %s upgraded to a consumer group at epoch %d", group_id,
                      upgraded.generation)
             for classic_member in list(upgraded.members.values()):
-                upgraded.complete_join(classic_member, JoinResult(E.REBALANCE_IN_PROGRESS,
+                upgraded.complete_join(classic_member, JoinResult(REBALANCE_IN_PROGRESS,
                                                                   classic_member.member_id))
-                upgraded.complete_sync(classic_member, SyncResult(E.REBALANCE_IN_PROGRESS))
+                upgraded.complete_sync(classic_member, SyncResult(REBALANCE_IN_PROGRESS))
             for member_id, member in group.members.items():
                 self._arm_session(group_id, member_id, self._session_ms(group_id, member))
         self._apply_timers(group_id, result)
@@ -319,7 +326,7 @@ class ConsumerGroupManager:
                                   protocol_type=classic.protocol_type,
                                   size=len(classic.members), max_size=self.config.max_size)
         if refusal is not None:
-            raise CoordinatorError(E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group "
+            raise CoordinatorError(GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group "
                                    f"{group_id} to consumer group because {refusal}.")
         views = [ClassicMemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                    m.rebalance_timeout_ms, m.session_timeout_ms, m.protocols,
@@ -350,7 +357,7 @@ class ConsumerGroupManager:
                 request.version), self.settings, self.topics.lookup,
                 metadata_version=self.topics.metadata_version)
         except CoordinatorError as exc:
-            member_id = (exc.message or "") if exc.code == E.MEMBER_ID_REQUIRED \
+            member_id = (exc.message or "") if exc.code == MEMBER_ID_REQUIRED \
                 else request.member_id
             answer.set_result(JoinResult(exc.code, member_id))
             return Result((), answer)
@@ -369,7 +376,7 @@ class ConsumerGroupManager:
         def on_durable() -> None:
             self._cancel_join_timer(group_id, member_id)
             if downgrade:  # the classic group's own timers run now
-                answer.set_result(JoinResult(E.NONE, member_id, joined.generation, "consumer",
+                answer.set_result(JoinResult(NONE, member_id, joined.generation, "consumer",
                                              joined.protocol_name))
                 return
             self._arm_session(group_id, member_id, request.session_timeout_ms)
@@ -377,7 +384,7 @@ class ConsumerGroupManager:
                 _sync_key(group_id, member_id), request.rebalance_timeout_ms,
                 lambda shard: shard.consumer_manager().member_timeout_expired(
                     group_id, member_id, "no SyncGroup within the rebalance timeout"))
-            answer.set_result(JoinResult(E.NONE, member_id, joined.generation, "consumer",
+            answer.set_result(JoinResult(NONE, member_id, joined.generation, "consumer",
                                          joined.protocol_name))
         return Result(encode_records(records), answer, on_durable=on_durable)
 
@@ -396,7 +403,7 @@ class ConsumerGroupManager:
         def on_durable() -> None:
             self.context.cancel(_sync_key(group_id, member.member_id))
             self._arm_session(group_id, member.member_id, self._session_ms(group_id, member))
-            answer.set_result(SyncResult(E.NONE, assignment, request.protocol_type,
+            answer.set_result(SyncResult(NONE, assignment, request.protocol_type,
                                          request.protocol_name))
         return Result((), answer, on_durable=on_durable)
 
@@ -408,7 +415,7 @@ class ConsumerGroupManager:
         except CoordinatorError as exc:
             return Result((), exc.code)
         self._arm_session(group_id, member_id, self._session_ms(group_id, member))
-        if code == E.REBALANCE_IN_PROGRESS and (group_id, member_id) not in self._join_timers:
+        if code == REBALANCE_IN_PROGRESS and (group_id, member_id) not in self._join_timers:
             self._join_timers.add((group_id, member_id))
             self.context.schedule(
                 _join_key(group_id, member_id), max(member.rebalance_timeout_ms, 0),
@@ -422,7 +429,7 @@ class ConsumerGroupManager:
         for member_id in removed:
             log.info("consumer group %s: member %s leaves", group_id, member_id)
             self._cancel_timers(group_id, member_id)
-        return Result(encode_records(records), (E.NONE, results))
+        return Result(encode_records(records), (NONE, results))
 
     def _apply_timers(self, group_id: str, result: HeartbeatResult) -> None:
         member_id = result.member_id
@@ -450,13 +457,13 @@ class ConsumerGroupManager:
     def describe(self, group_id: str) -> tuple[int, str | None, describe.DescribedGroup | None]:
         """ConsumerGroupDescribe of one group: (error, message, group)."""
         if not group_id:
-            return E.INVALID_GROUP_ID, "Group id can't be empty.", None
+            return INVALID_GROUP_ID, "Group id can't be empty.", None
         group = self.groups.get(group_id)
         if group is None:
             if group_id in self.classic.groups:
-                return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
-            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
-        return E.NONE, None, describe.describe_group(group, self.default_assignor,
+                return GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+            return GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+        return NONE, None, describe.describe_group(group, self.default_assignor,
                                                      self.topics.name_of)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
@@ -473,7 +480,7 @@ class ConsumerGroupManager:
         except CoordinatorError as exc:
             return exc.code
         records.extend(encode_records(group.tombstones()))
-        return E.NONE
+        return NONE
 
     def downgrade_empty(self, group_id: str) -> list[RawRecord]:
         """A classic JoinGroup reaches an empty consumer group: the consumer group is deleted

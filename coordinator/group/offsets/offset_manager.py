@@ -24,10 +24,18 @@ from kafkette.protocol.group_records import (
     offset_key_prefix,
 )
 
-from . import errors as E
-from . import records as R
-from .errors import CoordinatorError
-from .log import RawRecord
+from ...runtime.coordinator_log import RawRecord
+from ...runtime.error_codes import (
+    GROUP_ID_NOT_FOUND,
+    GROUP_SUBSCRIBED_TO_TOPIC,
+    ILLEGAL_GENERATION,
+    NONE,
+    OFFSET_METADATA_TOO_LARGE,
+    CoordinatorError,
+)
+from ...runtime.result import Result
+from ..record_builders import offset_tombstone
+from ..requests import CommitPartition, OffsetCommitRequest
 from .offset_replay import RawBatches, replay_batches
 from .offset_store import (
     MIN_LENGTH_BY_VERSION,
@@ -36,8 +44,6 @@ from .offset_store import (
     built_entry,
     plausible_offset_value,
 )
-from .requests import CommitPartition, OffsetCommitRequest
-from .result import Result
 from .txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger("kafkette.coordinator")
@@ -46,8 +52,8 @@ _I32 = struct.Struct(">i")
 
 class Group(Protocol):
     """What offsets need of a group (Kafka's Group interface, its offset half): a classic
-    group (group.py ClassicGroup) and a consumer group (consumer/group.py ConsumerGroup) both
-    are one."""
+    group (classic/classic_group.py ClassicGroup) and a consumer group
+    (consumer/consumer_group_state.py ConsumerGroup) both are one."""
 
     group_id: str
 
@@ -219,7 +225,7 @@ class OffsetMetadataManager:
             topics = [(topic, sorted(parts)) for topic, parts in stored.items()]
             missing = None
         else:
-            missing = (-1, -1, "", E.NONE)
+            missing = (-1, -1, "", NONE)
         out = []
         for topic, partitions in topics:
             parts = stored.get(topic) if stored else None
@@ -227,7 +233,7 @@ class OffsetMetadataManager:
             for p in partitions:
                 got = parts.get(p) if parts else None
                 if got is not None:
-                    rows.append((p, got[0], got[1], got[2].metadata, E.NONE))
+                    rows.append((p, got[0], got[1], got[2].metadata, NONE))
                 elif missing is not None:
                     rows.append((p, *missing))
             out.append((topic, rows))
@@ -248,7 +254,7 @@ class OffsetMetadataManager:
             elif group is None:
                 if request.generation >= 0:
                     raise CoordinatorError(
-                        E.GROUP_ID_NOT_FOUND if request.version >= 9 else E.ILLEGAL_GENERATION)
+                        GROUP_ID_NOT_FOUND if request.version >= 9 else ILLEGAL_GENERATION)
             else:
                 group.validate_offset_commit(request.member_id, request.instance_id,
                                              request.generation, request.is_transactional,
@@ -272,9 +278,9 @@ class OffsetMetadataManager:
                 md = ""
             # java_length(md) is between len(md) and 2 * len(md): computed only in between.
             elif len(md) > limit or (2 * len(md) > limit and java_length(md) > limit):
-                errors.append(E.OFFSET_METADATA_TOO_LARGE)
+                errors.append(OFFSET_METADATA_TOO_LARGE)
                 continue
-            errors.append(E.NONE)
+            errors.append(NONE)
             if p.topic is not topic:
                 topic = p.topic
                 prefix = offset_key_prefix(group_id, topic)
@@ -304,13 +310,13 @@ class OffsetMetadataManager:
         out = []
         for topic, partitions in topics:
             if group.is_subscribed_to(topic):
-                out.append((topic, [(p, E.GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions]))
+                out.append((topic, [(p, GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions]))
                 continue
             parts = stored.get(topic)
             if parts:
-                records.extend(R.offset_tombstone(group.group_id, topic, p)
+                records.extend(offset_tombstone(group.group_id, topic, p)
                                for p in partitions if p in parts)
-            out.append((topic, [(p, E.NONE) for p in partitions]))
+            out.append((topic, [(p, NONE) for p in partitions]))
         return records, out
 
     def delete_all(self, group_id: str, records: list[RawRecord]) -> None:
@@ -318,12 +324,12 @@ class OffsetMetadataManager:
         included: one tombstone per partition, as Kafka's deleteAllOffsets writes."""
         stored = self.offsets.get(group_id, {})
         for topic, parts in stored.items():
-            records.extend(R.offset_tombstone(group_id, topic, p) for p in parts)
+            records.extend(offset_tombstone(group_id, topic, p) for p in parts)
         if self.txn:
             for topic, p in sorted(self.txn.unstable(group_id)):
                 committed = stored.get(topic)
                 if committed is None or p not in committed:
-                    records.append(R.offset_tombstone(group_id, topic, p))
+                    records.append(offset_tombstone(group_id, topic, p))
 
     def delete_partitions(self, topic_partitions: Iterable[tuple[str, int]],
                           records: list[RawRecord]) -> None:
@@ -335,7 +341,7 @@ class OffsetMetadataManager:
             for topic, gone in wanted.items():
                 parts = topics.get(topic)
                 if parts:
-                    records.extend(R.offset_tombstone(group_id, topic, p)
+                    records.extend(offset_tombstone(group_id, topic, p)
                                    for p in parts if p in gone)
 
     def expire(self, group: Group, now_ms: int, retention_ms: int,
@@ -367,7 +373,7 @@ class OffsetMetadataManager:
                 else:
                     expired = now_ms - base(value) >= retention_ms
                 if expired:
-                    records.append(R.offset_tombstone(group_id, topic, p))
+                    records.append(offset_tombstone(group_id, topic, p))
                 else:
                     all_expired = False
         return all_expired and not unstable

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
+from kafkette.coordinator.runtime.error_codes import GROUP_ID_NOT_FOUND, CoordinatorError
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from kafkette.protocol.consumer_protocol import (
     HIGHEST_VERSION,
@@ -28,10 +28,10 @@ from kafkette.protocol.consumer_protocol import (
 )
 from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 
-from . import records
-from .group import ConsumerGroup
+from . import consumer_record_builders as records
+from .consumer_group_state import ConsumerGroup
+from .consumer_record_builders import Record
 from .member import Assignment, ConsumerGroupMember, MemberState, make_assignment
-from .records import Record
 
 HIGHEST_PROTOCOL_VERSION = HIGHEST_VERSION
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kafkette.coordinator.assignor.spec import Assignment, SubscriptionType
-from kafkette.coordinator.errors import (
+from kafkette.coordinator.group.assignor.spec import Assignment, SubscriptionType
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_MEMBER_EPOCH,
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,
@@ -30,9 +30,9 @@ from kafkette.coordinator.errors import (
 )
 from kafkette.protocol import consumer_group_records as cgr
 
-from . import records
+from . import consumer_record_builders as records
+from .consumer_record_builders import Record
 from .member import ConsumerGroupMember, assignment_from_records
-from .records import Record
 from .target import subscribed_topic_names, subscription_type
 
 log = logging.getLogger(__name__)

@@ -21,10 +21,15 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol, TypeVar
 
-from . import errors as E
 from .clock import Clock
-from .errors import CoordinatorError, append_error
-from .log import CoordinatorLog, RawRecord
+from .coordinator_log import CoordinatorLog, RawRecord
+from .error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    NOT_COORDINATOR,
+    UNKNOWN_SERVER_ERROR,
+    CoordinatorError,
+    append_error,
+)
 from .result import Result
 
 log = logging.getLogger("kafkette.coordinator")
@@ -169,7 +174,7 @@ class PartitionContext:
                   (time.perf_counter() - t0) * 1000)
         return count
 
-    def unload(self, error: int = E.NOT_COORDINATOR) -> None:
+    def unload(self, error: int = NOT_COORDINATOR) -> None:
         """Leadership lost: parked requests get ``error``; timers die with the shard."""
         if self.shard is not None and self.state is State.ACTIVE:
             self.shard.on_unloaded(error)
@@ -200,8 +205,8 @@ class PartitionContext:
         if state is State.ACTIVE:
             return
         if state is State.CLOSED:
-            raise CoordinatorError(E.NOT_COORDINATOR)
-        raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
+            raise CoordinatorError(NOT_COORDINATOR)
+        raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
 
     # Writes ----------------------------------------------------------------------------------
     def write(self, op: Callable[..., Result], *args: Any,
@@ -239,7 +244,7 @@ class PartitionContext:
         value (a fixed-arity call; ``*args`` costs ~0.2 µs more), and a request that writes
         nothing while nothing is pending (a steady heartbeat) costs one op call, no future.
 
-        Its first lines are ``write``'s, inline (see the hot-path plan in service.py)."""
+        Its first lines are ``write``'s, inline (see the hot-path plan in group/group_service.py)."""
         if self.state is not STATE_ACTIVE:
             self.check()
         try:
@@ -261,7 +266,7 @@ class PartitionContext:
         reloaded; the op answers the returned error."""
         log.error("__consumer_offsets-%d: a write op failed", self.partition, exc_info=exc)
         self._fail(None, exc)
-        return CoordinatorError(E.UNKNOWN_SERVER_ERROR)
+        return CoordinatorError(UNKNOWN_SERVER_ERROR)
 
     def _enqueue(self, result: Result, response: Any,
                  on_error: Callable[[BaseException], Any] | None) -> DurableFuture | None:
@@ -282,7 +287,7 @@ class PartitionContext:
                     log.exception("__consumer_offsets-%d: replaying a write failed",
                                   self.partition)
                     self._fail(None, exc)
-                    raise CoordinatorError(E.UNKNOWN_SERVER_ERROR) from exc
+                    raise CoordinatorError(UNKNOWN_SERVER_ERROR) from exc
             batch = self._open
             if batch is None:
                 batch = self._open_batch()
@@ -374,7 +379,7 @@ class PartitionContext:
 
     def _appended(self, append: asyncio.Future, batch: _Batch) -> None:
         self._appending -= 1
-        exc = (CoordinatorError(E.NOT_COORDINATOR, "append cancelled") if append.cancelled()
+        exc = (CoordinatorError(NOT_COORDINATOR, "append cancelled") if append.cancelled()
                else append.exception())
         if batch.failed:  # this or an earlier batch failed: its waiters were failed then
             self._maybe_reload()
@@ -550,7 +555,7 @@ class CoordinatorRuntime:
         it can take ops."""
         ctx = self.contexts.get(partition)
         if ctx is None:
-            raise CoordinatorError(E.NOT_COORDINATOR)
+            raise CoordinatorError(NOT_COORDINATOR)
         return ctx
 
     def active(self) -> list[PartitionContext]:

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .group import ConsumerGroup
+from .consumer_group_state import ConsumerGroup
 from .member import Assignment, ConsumerGroupMember
 
 MEMBER_TYPE_CLASSIC = 0

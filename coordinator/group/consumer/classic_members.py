@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kafkette.coordinator.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
     ILLEGAL_GENERATION,
@@ -24,7 +24,8 @@ from kafkette.coordinator.errors import (
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from kafkette.protocol.consumer_protocol import ConsumerProtocolError
 
-from .group import ConsumerGroup, TopicLookup
+from .consumer_group_state import ConsumerGroup, TopicLookup
+from .consumer_record_builders import Record
 from .heartbeat import (
     HeartbeatRequest,
     HeartbeatSettings,
@@ -34,7 +35,6 @@ from .heartbeat import (
 )
 from .member import Assignment, ConsumerGroupMember, MemberState
 from .migration import classic_assignment_bytes, read_subscription
-from .records import Record
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -247,16 +247,16 @@ def _preview(group: ConsumerGroup, out: list[Record]) -> ConsumerGroup:
 
 def _records_of(group: ConsumerGroup) -> list[Record]:
     """The records that rebuild ``group`` (its current state, for previews)."""
-    from . import records as R
+    from . import consumer_record_builders as records
 
     gid = group.group_id
-    out: list[Record] = [R.member_subscription(gid, m) for m in group.members.values()]
-    out += [R.resolved_regex(gid, r, v.topics, v.version, v.timestamp)
+    out: list[Record] = [records.member_subscription(gid, m) for m in group.members.values()]
+    out += [records.resolved_regex(gid, r, v.topics, v.version, v.timestamp)
             for r, v in group.resolved_regexes.items()]
-    out.append(R.subscription_metadata(gid, group.subscription_metadata))
-    out.append(R.group_epoch(gid, group.group_epoch))
-    out += [R.target_member(gid, m, a) for m, a in group.target.items()]
+    out.append(records.subscription_metadata(gid, group.subscription_metadata))
+    out.append(records.group_epoch(gid, group.group_epoch))
+    out += [records.target_member(gid, m, a) for m, a in group.target.items()]
     if group.assignment_epoch != -1:
-        out.append(R.target_epoch(gid, group.assignment_epoch))
-    out += [R.current_assignment(gid, m) for m in group.members.values()]
+        out.append(records.target_epoch(gid, group.assignment_epoch))
+    out += [records.current_assignment(gid, m) for m in group.members.values()]
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .log import RawRecord
+from .coordinator_log import RawRecord
 
 
 class Result:

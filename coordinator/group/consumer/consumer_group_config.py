@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .defaults import DEFAULTS  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:  # imported where used
-    from kafkette.coordinator.assignor import PartitionAssignor
+    from kafkette.coordinator.group.assignor import PartitionAssignor
 
     from .heartbeat import HeartbeatSettings
 
@@ -52,7 +52,7 @@ class ConsumerGroupConfig:
 
     @classmethod
     def from_config(cls, get: Callable[[str], str]) -> ConsumerGroupConfig:
-        from kafkette.coordinator.assignor import assignors_from_config
+        from kafkette.coordinator.group.assignor import assignors_from_config
 
         def value(name: str) -> str:
             try:

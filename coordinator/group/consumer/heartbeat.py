@@ -18,12 +18,12 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from kafkette.coordinator.assignor.spec import (
+from kafkette.coordinator.group.assignor.spec import (
     Assignment,
     PartitionAssignor,
     PartitionAssignorError,
 )
-from kafkette.coordinator.errors import (
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     GROUP_ID_NOT_FOUND,
     GROUP_MAX_SIZE_REACHED,
@@ -35,17 +35,17 @@ from kafkette.coordinator.errors import (
     CoordinatorError,
 )
 
-from . import records
-from .group import (
+from . import consumer_record_builders as records
+from .consumer_group_state import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     TopicLookup,
     check_member_epoch,
 )
+from .consumer_record_builders import Record
 from .member import ConsumerGroupMember, MemberState, assignment_from_pairs
 from .reconcile import reconcile
-from .records import Record
 from .regex import resolve_regex, validate_regex
 from .target import build_target_assignment
 

@@ -27,7 +27,7 @@ from kafkette.protocol.consumer_group_records import (
     encode_value,
 )
 
-from ..log import RawRecord
+from ...runtime.coordinator_log import RawRecord
 from .member import Assignment, ConsumerGroupMember, target_record
 
 Record = tuple[ConsumerGroupKey, ConsumerGroupValue | None]

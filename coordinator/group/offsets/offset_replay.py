@@ -32,7 +32,7 @@ from kafkette.protocol.records import (
 )
 from kafkette.protocol.varint import read_varint
 
-from .log import TxnMarker, TxnRecordKey
+from ...runtime.coordinator_log import TxnMarker, TxnRecordKey
 from .offset_store import MIN_LENGTH_BY_VERSION, NOT_AN_OFFSET, REST_START, TopicOffsets
 
 # Where records the offset manager does not store go (the shard's dispatch by record type).

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafkette.coordinator.assignor.spec import (
+from kafkette.coordinator.group.assignor.spec import (
     Assignment,
     GroupSpec,
     MemberSubscription,
@@ -24,9 +24,9 @@ from kafkette.coordinator.assignor.spec import (
 )
 from kafkette.protocol.consumer_group_records import TopicMetadata
 
-from . import records
+from . import consumer_record_builders as records
+from .consumer_record_builders import Record
 from .member import ConsumerGroupMember
-from .records import Record
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kafkette.protocol.group_records import OffsetCommitValue
 
-from .errors import (
+from ...runtime.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,

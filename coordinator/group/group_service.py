@@ -14,7 +14,7 @@ arrive over and over with the same group, member and partitions. Per request:
 
 - Heartbeat: broker/handlers/groups.py ``handle_heartbeat`` -> ``GroupCoordinator.heartbeat``
   -> ``PartitionContext.answer(GroupCoordinatorShard.heartbeat, (group, member, instance,
-  generation))`` (runtime.py) -> ``GroupCoordinatorShard.heartbeat`` ->
+  generation))`` (runtime/coordinator_runtime.py) -> ``GroupCoordinatorShard.heartbeat`` ->
   ``GroupMetadataManager.heartbeat``: a code, answered now (no records) unless a write is
   pending, then a DurableFuture of it.
 - OffsetCommit: broker/handlers/offsets.py ``_CommitPlan`` (one per distinct request: the
@@ -56,12 +56,27 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import errors as E
-from .clock import Clock
-from .config import CoordinatorConfig
-from .errors import CoordinatorError, append_error
-from .log import CoordinatorLog
-from .offset_manager import FetchedTopic
+from ..runtime.clock import Clock
+from ..runtime.coordinator_log import CoordinatorLog
+from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext, State
+from ..runtime.error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    INVALID_GROUP_ID,
+    INVALID_REQUEST,
+    INVALID_SESSION_TIMEOUT,
+    NONE,
+    NOT_COORDINATOR,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    UNSUPPORTED_VERSION,
+    CoordinatorError,
+    error_code,
+)
+from ..runtime.partitioning import partition_for, partitions_memo
+from ..runtime.serving import SERVING_NODE
+from .group_config import CoordinatorConfig
+from .group_shard import GroupCoordinatorShard
+from .offsets.offset_manager import FetchedTopic
 from .requests import (
     CommitPartition,
     DescribedGroup,
@@ -71,9 +86,6 @@ from .requests import (
     SyncRequest,
     SyncResult,
 )
-from .runtime import CoordinatorRuntime, PartitionContext, State
-from .serving import SERVING_NODE
-from .shard import GroupCoordinatorShard
 
 if TYPE_CHECKING:  # KIP-848 modules: imported when a consumer group first appears
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
@@ -82,54 +94,6 @@ if TYPE_CHECKING:  # KIP-848 modules: imported when a consumer group first appea
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
 GROUP = 0
-
-
-def java_string_hashcode(s: str) -> int:
-    data = s.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= (1 << 31) else h
-
-
-def kafka_abs(n: int) -> int:
-    return 0 if n == -(1 << 31) else abs(n)
-
-
-# partition count -> id -> partition: the memo of ``partition_for`` (a dict hit costs ~35 ns,
-# an lru_cache call ~165, the hash ~6 µs for 30 characters). A service holding one reads it
-# inline on its hot paths; it is cleared in place when it grows large.
-_PARTITIONS: dict[int, dict[str, int]] = {}
-_PARTITIONS_MAX = 65536
-
-
-def partitions_memo(num_partitions: int) -> dict[str, int]:
-    """The memo ``partition_for`` keeps for ``num_partitions`` (id -> partition); a miss in
-    it is a call of ``partition_for``."""
-    return _PARTITIONS.setdefault(num_partitions, {})
-
-
-def partition_for(key: str, num_partitions: int) -> int:
-    """The partition of a group (or transactional) id: Kafka's abs(hashCode) % count."""
-    known = _PARTITIONS.get(num_partitions)
-    if known is None:
-        known = partitions_memo(num_partitions)
-    p = known.get(key)
-    if p is None:
-        if len(known) >= _PARTITIONS_MAX:
-            known.clear()
-        p = known[key] = kafka_abs(java_string_hashcode(key)) % num_partitions
-    return p
-
-
-def error_code(exc: BaseException) -> int:
-    """The code a failed op answers (CoordinatorOperationExceptionHelper)."""
-    if isinstance(exc, CoordinatorError):
-        return exc.code
-    code = append_error(exc)
-    if code == E.UNKNOWN_SERVER_ERROR:
-        log.error("coordinator operation hit an unexpected exception: %r", exc)
-    return code
 
 
 def _failed_commit(count: int, map_response: Callable[[list[int]], Any] | None,
@@ -213,14 +177,14 @@ class GroupCoordinator:
         """The context of a group's partition or CoordinatorError(15/16); its write/read raise
         14/16 when it is (re)loading or closed (Kafka's runtime checks)."""
         if not self.started:
-            raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+            raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
         p = self._partitions.get(group_id)  # self.partition_for, inlined
         if p is None:
             p = partition_for(group_id, self.num_partitions)
         ctx = self.runtime.contexts.get(p)
         node = SERVING_NODE.get()  # self._serving(), inlined: every group request comes here
         if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
-            raise CoordinatorError(E.NOT_COORDINATOR)
+            raise CoordinatorError(NOT_COORDINATOR)
         return ctx
 
     def shard_for(self, group_id: str) -> GroupCoordinatorShard:
@@ -261,22 +225,22 @@ class GroupCoordinator:
         """(error, node id, "", -1) of the coordinator of ``key``: the broker fills in that
         node's address as advertised on the listener the request came in on."""
         if key_type != GROUP:  # transactional ids go to the transaction coordinator
-            return E.INVALID_REQUEST, -1, "", -1
+            return INVALID_REQUEST, -1, "", -1
         if not self.started:
-            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
         node = self.coordinator_node(key)
         if node is None or node < 0:  # a partition without a live leader
-            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        return E.NONE, node, "", -1
+            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        return NONE, node, "", -1
 
     # Classic membership ----------------------------------------------------------------------
     def join_group(self, request: JoinRequest) -> JoinResult | asyncio.Future:
         """The JoinResult, or a future of it while the member is parked."""
         if not request.group_id:
-            return JoinResult(E.INVALID_GROUP_ID, request.member_id)
+            return JoinResult(INVALID_GROUP_ID, request.member_id)
         cfg = self.config
         if not cfg.min_session_timeout_ms <= request.session_timeout_ms <= cfg.max_session_timeout_ms:
-            return JoinResult(E.INVALID_SESSION_TIMEOUT, request.member_id)
+            return JoinResult(INVALID_SESSION_TIMEOUT, request.member_id)
         return self._parked(request.group_id, lambda s: s.join_group(request),
                             lambda code: JoinResult(code, request.member_id),
                             lambda code: JoinResult(code, ""))
@@ -284,7 +248,7 @@ class GroupCoordinator:
     def sync_group(self, request: SyncRequest) -> SyncResult | asyncio.Future:
         """The SyncResult, or a future of it while the member is parked."""
         if not request.group_id:
-            return SyncResult(E.INVALID_GROUP_ID)
+            return SyncResult(INVALID_GROUP_ID)
         return self._parked(request.group_id, lambda s: s.sync_group(request), SyncResult,
                             SyncResult)
 
@@ -308,18 +272,18 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> int | asyncio.Future:
         if not group_id:
-            return E.INVALID_GROUP_ID
+            return INVALID_GROUP_ID
         try:
             # context_for and _write (as answer), inlined: the hottest group request
             if not self.started:
-                raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+                raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
             p = self._partitions.get(group_id)
             if p is None:
                 p = partition_for(group_id, self.num_partitions)
             ctx = self.runtime.contexts.get(p)
             node = SERVING_NODE.get()
             if ctx is None or self.owners.get(p) != (self.node_id if node is None else node):
-                raise CoordinatorError(E.NOT_COORDINATOR)
+                raise CoordinatorError(NOT_COORDINATOR)
             return ctx.answer(GroupCoordinatorShard.heartbeat,
                               (group_id, member_id, instance_id, generation), _heartbeat_error)
         except CoordinatorError as exc:
@@ -329,7 +293,7 @@ class GroupCoordinator:
                     ) -> tuple[int, list] | asyncio.Future:
         """(error, [(member id, instance id, error)]) or a future of it."""
         if not group_id:
-            return E.INVALID_GROUP_ID, []
+            return INVALID_GROUP_ID, []
         return self._write(group_id, GroupCoordinatorShard.leave_group, group_id, members,
                            on_error=_failed_with_no_rows)
 
@@ -354,9 +318,9 @@ class GroupCoordinator:
                           ) -> tuple[int, list[tuple[str, str, str, str]]]:
         """(error, [(group id, protocol type, state, group type)]) over every led shard."""
         if not self.started:
-            return E.COORDINATOR_NOT_AVAILABLE, []
+            return COORDINATOR_NOT_AVAILABLE, []
         if self.loading():
-            return E.COORDINATOR_LOAD_IN_PROGRESS, []
+            return COORDINATOR_LOAD_IN_PROGRESS, []
         rows: list[tuple[str, str, str, str]] = []
         me = self._serving()
         for p, ctx in sorted(self.runtime.contexts.items()):
@@ -366,7 +330,7 @@ class GroupCoordinator:
                 rows.extend(await ctx.read(lambda s: s.list_groups(states, types)))
             except CoordinatorError as exc:
                 return exc.code, []
-        return E.NONE, rows
+        return NONE, rows
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         """Error per group id (one write per shard)."""
@@ -393,7 +357,7 @@ class GroupCoordinator:
         """(error, message, result) now or once the heartbeat's records are durable (the
         future completes with it: the runtime maps the op's response as it runs)."""
         if not self.config.consumer.enabled:
-            return (E.UNSUPPORTED_VERSION, "The consumer group protocol is not enabled.", None)
+            return (UNSUPPORTED_VERSION, "The consumer group protocol is not enabled.", None)
         try:  # _write, as answer: one request value
             return self.context_for(request.group_id or "").answer(
                 GroupCoordinatorShard.consumer_group_heartbeat, request,
@@ -406,7 +370,7 @@ class GroupCoordinator:
                                                       DescribedConsumerGroup | None]]:
         """(group id, error, message, described group) per id, request order, committed."""
         if not self.config.consumer.enabled:
-            return [(g, E.UNSUPPORTED_VERSION, None, None) for g in group_ids]
+            return [(g, UNSUPPORTED_VERSION, None, None) for g in group_ids]
         out: dict[str, tuple[str, int, str | None, DescribedConsumerGroup | None]] = {}
         by_partition: dict[int, list[str]] = {}
         for gid in group_ids:
@@ -432,7 +396,7 @@ class GroupCoordinator:
                 group_id, lambda s: s.validate_offset_fetch(group_id, member_id, member_epoch))
         except CoordinatorError as exc:
             code = exc.code
-        if code != E.NONE:
+        if code != NONE:
             return code, []
         return await self.fetch_offsets(group_id, topics, require_stable)
 
@@ -469,7 +433,7 @@ class GroupCoordinator:
                 codes.append(-1)
                 accepted.append(p)
             else:
-                codes.append(E.UNKNOWN_TOPIC_OR_PARTITION)
+                codes.append(UNKNOWN_TOPIC_OR_PARTITION)
         if not accepted:
             return codes if map_response is None else map_response(codes)
         return self._commit(request, accepted,
@@ -500,7 +464,7 @@ class GroupCoordinator:
         except CoordinatorError as exc:
             return exc.code, [(name, [(p, -1, -1, "", exc.code) for p in parts])
                               for name, parts in (topics or [])]
-        return E.NONE, rows
+        return NONE, rows
 
     # Transactions ----------------------------------------------------------------------------
     async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
@@ -509,7 +473,7 @@ class GroupCoordinator:
         """TxnOffsetCommit: error per partition (request order) once the pending offsets are
         durable."""
         codes = [-1 if 0 <= p.partition < self._partition_count(p.topic)
-                 else E.UNKNOWN_TOPIC_OR_PARTITION for p in partitions]
+                 else UNKNOWN_TOPIC_OR_PARTITION for p in partitions]
         accepted = [p for p, c in zip(partitions, codes, strict=True) if c == -1]
         if not accepted:
             return codes
@@ -536,7 +500,7 @@ class GroupCoordinator:
                              ) -> tuple[int, dict[tuple[str, int], int]]:
         """(group error, error per (topic, partition)) for OffsetDelete."""
         if not group_id:
-            return E.INVALID_GROUP_ID, {}
+            return INVALID_GROUP_ID, {}
         per: dict[tuple[str, int], int] = {}
         wanted: dict[str, list[int]] = {}
         for topic, partitions in topics:
@@ -545,18 +509,18 @@ class GroupCoordinator:
                 if 0 <= p < count:
                     wanted.setdefault(topic, []).append(p)
                 else:
-                    per[(topic, p)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                    per[(topic, p)] = UNKNOWN_TOPIC_OR_PARTITION
         result = self._write(group_id, GroupCoordinatorShard.delete_offsets, group_id,
                              list(wanted.items()), on_error=_failed_with_no_rows)
         if isinstance(result, asyncio.Future):
             result = await result
         top, rows = result
-        if top != E.NONE:
+        if top != NONE:
             return top, {}
         for name, parts in rows:
             for p, err in parts:
                 per[(name, p)] = err
-        return E.NONE, per
+        return NONE, per
 
     async def on_partitions_deleted(self, topic_partitions: list[tuple[str, int]]) -> None:
         """Delete every group's committed offsets of deleted topic partitions, on every shard
@@ -582,7 +546,7 @@ class GroupCoordinator:
 def _heartbeat_error(exc: BaseException) -> int:
     code = error_code(exc)
     # Kafka answers heartbeats blindly while the partition loads.
-    return E.NONE if code == E.COORDINATOR_LOAD_IN_PROGRESS else code
+    return NONE if code == COORDINATOR_LOAD_IN_PROGRESS else code
 
 
 def _failed_with_no_rows(exc: BaseException) -> tuple[int, list]:
@@ -602,7 +566,7 @@ def _heartbeat_answer(answer: Any) -> ConsumerHeartbeatAnswer:
     apart by type, with no import per heartbeat (consumer/heartbeat.py loads lazily)."""
     if type(answer) is tuple:
         return answer
-    return E.NONE, None, answer
+    return NONE, None, answer
 
 
 def _merge(codes: list[int], answers: list[int]) -> list[int]:
@@ -639,4 +603,4 @@ class _NoClock:
 
 
 def _no_log(partition: int) -> CoordinatorLog:
-    raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+    raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)

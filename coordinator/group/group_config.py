@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .consumer.config import ConsumerGroupConfig
-from .consumer.topics import TopicView
+from .consumer.consumer_group_config import ConsumerGroupConfig
+from .consumer.topic_view import TopicView
 
 
 def _default_consumer_config() -> ConsumerGroupConfig:

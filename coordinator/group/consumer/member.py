@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from kafkette.coordinator.assignor.spec import Assignment, make_assignment
+from kafkette.coordinator.group.assignor.spec import Assignment, make_assignment
 from kafkette.protocol.consumer_group_records import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,

@@ -1,6 +1,7 @@
 """Classic groups of one shard (the classic half of Kafka's GroupMetadataManager): SyncGroup,
 Heartbeat, LeaveGroup, their timers, DescribeGroups/ListGroups views and the replay of group
-metadata records; JoinGroup and the join phase are its ClassicJoin half (classic_join.py).
+metadata records. JoinGroup, the join phase and the member timers are its ``JoinPhase``
+(classic_join.py), a collaborator it holds and calls.
 
 Ops change the in-memory groups themselves and return the GroupMetadata records that persist
 them with ``replay=False`` (as Kafka does for classic groups). A failed append makes the runtime
@@ -11,18 +12,27 @@ futures and timers are soft state: never written, and every timer op re-validate
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
 from kafkette.protocol.group_records import GroupMetadataValue
 
-from . import errors as E
-from . import records as R
-from .classic_join import ClassicJoin, heartbeat_key
-from .config import CoordinatorConfig
-from .errors import CoordinatorError
-from .events import GroupEventLog
-from .group import (
+from ...runtime.coordinator_runtime import ShardContext
+from ...runtime.error_codes import (
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    GROUP_ID_NOT_FOUND,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    CoordinatorError,
+)
+from ...runtime.result import Result
+from ..events import GroupEventLog
+from ..group_config import CoordinatorConfig
+from ..record_builders import group_metadata
+from ..requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
+from .classic_group import (
     STATE_DEAD,
     STATE_EMPTY,
     STATE_PREPARING_REBALANCE,
@@ -30,77 +40,54 @@ from .group import (
     GroupState,
     Member,
 )
-from .log import RawRecord
-from .requests import DescribedGroup, JoinResult, SyncRequest, SyncResult
-from .result import Result
-from .runtime import ShardContext
+from .classic_join import JoinPhase, heartbeat_key
+from .pending_writes import PendingWrites
 
 log = logging.getLogger("kafkette.coordinator")
 
-S = GroupState
-
-
 _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
-    E.NONE, E.UNKNOWN_MEMBER_ID, E.COORDINATOR_NOT_AVAILABLE, E.ILLEGAL_GENERATION,
-    E.REBALANCE_IN_PROGRESS, E.FENCED_INSTANCE_ID)}
-_HEARTBEAT_OK = _HEARTBEAT_RESULTS[E.NONE]
-_HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[E.REBALANCE_IN_PROGRESS]
+    NONE, UNKNOWN_MEMBER_ID, COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION,
+    REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID)}
+_HEARTBEAT_OK = _HEARTBEAT_RESULTS[NONE]
+_HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[REBALANCE_IN_PROGRESS]
 
 
-class GroupMetadataManager(ClassicJoin):
+class GroupMetadataManager:
     def __init__(self, context: ShardContext, config: CoordinatorConfig) -> None:
         self.context = context
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
         self.events = GroupEventLog(context)  # what people watching the console see
-        # What the running op has to write, and its on-durable hooks (see ``_result``).
-        self._records: list[RawRecord] = []
-        self._hooks: list[Callable[[], None]] = []
+        self.writes = PendingWrites()  # what the running op has to write
+        self.join = JoinPhase(context, config, self.groups, self.events, self.writes)
 
-    def _now(self) -> int:
-        return self.context.now_ms()
+    def join_group(self, r: JoinRequest) -> Result:
+        """Result whose response is the (maybe parked) future of the JoinResult."""
+        return self.join.join_group(r)
 
-    def _result(self, response: Any) -> Result:
-        """The running op's records (GroupMetadata, not replayed) with ``response``."""
-        records, hooks = self._records, self._hooks
-        if not records and not hooks:
-            return Result((), response)
-        self._records, self._hooks = [], []
-        if not hooks:
-            on_durable = None
-        elif len(hooks) == 1:
-            on_durable = hooks[0]
-        else:
-            def on_durable() -> None:
-                for hook in hooks:
-                    hook()
-        return Result(records, response, replay=False, on_durable=on_durable)
-
-    def _write(self, record: RawRecord, on_durable: Callable[[], None] | None = None) -> None:
-        self._records.append(record)
-        if on_durable is not None:
-            self._hooks.append(on_durable)
+    def rebalance_after_downgrade(self, group_id: str) -> Result:
+        return self.join.rebalance_after_downgrade(group_id)
 
     # Lifecycle -------------------------------------------------------------------------------
     def on_loaded(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                self._reschedule_heartbeat(group, member)
-            if len(group.members) > self.config.max_group_size and group.is_in(S.STABLE):
-                self._prepare_rebalance(group)
-        self._records, self._hooks = [], []  # not written: the loaded state is the log's
+                self.join.reschedule_heartbeat(group, member)
+            if len(group.members) > self.config.max_group_size and group.is_in(GroupState.STABLE):
+                self.join.prepare_rebalance(group)
+        self.writes.clear()  # not written: the loaded state is the log's
 
     def on_unloaded(self, error: int) -> None:
         """The shard is dropped: parked requests get ``error``, groups become Dead."""
-        now = self._now()
+        now = self.context.now_ms()
         for group in self.groups.values():
             self._cancel_group_timers(group)
             for member in list(group.members.values()):
-                if group.is_in(S.PREPARING_REBALANCE):
+                if group.is_in(GroupState.PREPARING_REBALANCE):
                     group.complete_join(member, JoinResult(error, member.member_id))
-                if group.is_in(S.COMPLETING_REBALANCE, S.STABLE):
+                if group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
                     group.complete_sync(member, SyncResult(error))
-            group.transition(S.DEAD, now)
+            group.transition(GroupState.DEAD, now)
         self.groups.clear()
 
     # Replay ----------------------------------------------------------------------------------
@@ -109,19 +96,19 @@ class GroupMetadataManager(ClassicJoin):
             group = self.groups.pop(group_id, None)
             if group is not None:
                 self._cancel_group_timers(group)
-                group.transition(S.DEAD, self._now())
+                group.transition(GroupState.DEAD, self.context.now_ms())
             return
         self.groups[group_id] = self._group_from_record(group_id, value)
 
     def ensure_group(self, group_id: str) -> None:
         """An offset commit of an unknown group creates a simple (Empty) group."""
         if group_id not in self.groups:
-            self._create_group(group_id)
+            self.join.create_group(group_id)
 
     def _group_from_record(self, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
         group = ClassicGroup(
-            group_id, self._now(),
-            state=S.STABLE if value.members else S.EMPTY,
+            group_id, self.context.now_ms(),
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
             generation=value.generation,
             protocol_type=value.protocol_type or None,
             protocol_name=value.protocol,
@@ -140,11 +127,6 @@ class GroupMetadataManager(ClassicJoin):
         group.subscribed_topics = group.compute_subscribed_topics()
         return group
 
-    def _create_group(self, group_id: str) -> ClassicGroup:
-        group = ClassicGroup(group_id, self._now())
-        self.groups[group_id] = group
-        return group
-
     def _cancel_group_timers(self, group: ClassicGroup) -> None:
         gid = group.group_id
         self.context.cancel(("join", gid))
@@ -152,115 +134,53 @@ class GroupMetadataManager(ClassicJoin):
         for member_id in list(group.members) + list(group.pending_join):
             self.context.cancel(heartbeat_key(gid, member_id))
 
-    def _expire_pending_sync(self, group_id: str, generation: int) -> Result:
-        group = self.groups.get(group_id)
-        if group is not None and group.generation == generation and \
-                group.is_in(S.COMPLETING_REBALANCE, S.STABLE) and group.pending_sync:
-            for member_id in list(group.pending_sync):
-                group.remove(member_id)
-                self.context.cancel(heartbeat_key(group_id, member_id))
-            log.info("removed members of group %s that did not sync in time", group_id)
-            self.events.emit(group_id, "sync-expired", generation=generation)
-            self._prepare_rebalance(group)
-        return self._result(None)
-
-    def _reschedule_heartbeat(self, group: ClassicGroup, member: Member,
-                              delay_ms: int | None = None) -> None:
-        self._reschedule_heartbeat_id(group.group_id, member.member_id,
-                                      member.session_timeout_ms if delay_ms is None else delay_ms)
-
-    def _reschedule_heartbeat_id(self, group_id: str, member_id: str, delay_ms: int) -> None:
-        key = heartbeat_key(group_id, member_id)
-        # The member's pending timer (same key, same op) only moves: a completed join or sync
-        # re-arms every member's, twice per rebalance.
-        if not self.context.touch(key, delay_ms):
-            self.context.schedule(key, delay_ms,
-                                  lambda _s: self._expire_heartbeat(group_id, member_id))
-
-    def _expire_heartbeat(self, group_id: str, member_id: str) -> Result:
-        group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return self._result(None)
-        if group.is_pending(member_id):
-            log.info("pending member %s of group %s expired", member_id, group_id)
-            group.remove(member_id)
-            if group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
-                self._complete_join(group)
-            return self._result(None)
-        member = group.members.get(member_id)
-        if member is not None and not member.has_satisfied_heartbeat():
-            log.info("member %s of group %s failed its session timeout; removing it",
-                     member_id, group_id)
-            self.events.emit(group_id, "session-expired", member_id=member_id)
-            self._remove_member_and_update(group, member)
-        return self._result(None)
-
-    def _remove_member_and_update(self, group: ClassicGroup, member: Member) -> None:
-        group.complete_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
-        group.remove(member.member_id)
-        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance_or_complete_join(group)
-        elif group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
-            self._complete_join(group)
-
-    def _reset_and_propagate_assignment_with_error(self, group: ClassicGroup, error: int) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-        self._propagate_assignment(group, error)
-
-    def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
-        # Kafka names the protocol only in successful answers.
-        ptype, pname = (group.protocol_type, group.protocol_name) if error == E.NONE else (None, None)
-        for member in group.members.values():
-            if group.complete_sync(member, SyncResult(error, member.assignment, ptype, pname)):
-                self._reschedule_heartbeat(group, member)
-
     # SyncGroup -------------------------------------------------------------------------------
     def sync_group(self, r: SyncRequest) -> Result:
         """Result whose response is the (maybe parked) future of the SyncResult."""
         fut = self.context.new_future()
         group = self.groups.get(r.group_id)
         if group is None:
-            fut.set_result(SyncResult(E.UNKNOWN_MEMBER_ID))
+            fut.set_result(SyncResult(UNKNOWN_MEMBER_ID))
             return Result((), fut)
         error = self._validate_sync(group, r)
         state = group.state
         if error is not None:
             fut.set_result(SyncResult(error))
-        elif state is S.EMPTY:
-            fut.set_result(SyncResult(E.UNKNOWN_MEMBER_ID))
-        elif state is S.PREPARING_REBALANCE:
-            fut.set_result(SyncResult(E.REBALANCE_IN_PROGRESS))
-        elif state is S.COMPLETING_REBALANCE:
+        elif state is GroupState.EMPTY:
+            fut.set_result(SyncResult(UNKNOWN_MEMBER_ID))
+        elif state is GroupState.PREPARING_REBALANCE:
+            fut.set_result(SyncResult(REBALANCE_IN_PROGRESS))
+        elif state is GroupState.COMPLETING_REBALANCE:
             group.members[r.member_id].sync_future = fut
             self._remove_pending_sync(group, r.member_id)
             if group.is_leader(r.member_id):
                 self._store_assignment(group, r)
-        elif state is S.STABLE:
+        elif state is GroupState.STABLE:
             self._remove_pending_sync(group, r.member_id)
-            fut.set_result(SyncResult(E.NONE, group.members[r.member_id].assignment,
+            fut.set_result(SyncResult(NONE, group.members[r.member_id].assignment,
                                       group.protocol_type, group.protocol_name))
-        return self._result(fut)
+        return self.writes.result(fut)
 
     @staticmethod
     def _validate_sync(group: ClassicGroup, r: SyncRequest) -> int | None:
-        if group.is_in(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
+        if group.is_in(GroupState.DEAD):
+            return COORDINATOR_NOT_AVAILABLE
         try:
             group.validate_member(r.member_id, r.group_instance_id)
         except CoordinatorError as exc:
             return exc.code
         if r.generation != group.generation:
-            return E.ILLEGAL_GENERATION
+            return ILLEGAL_GENERATION
         if _inconsistent(r.protocol_type, group.protocol_type) or _inconsistent(
                 r.protocol_name, group.protocol_name):
-            return E.INCONSISTENT_GROUP_PROTOCOL
+            return INCONSISTENT_GROUP_PROTOCOL
         return None
 
     def _remove_pending_sync(self, group: ClassicGroup, member_id: str) -> None:
         pending = group.pending_sync
         pending.discard(member_id)
-        if not pending or group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE):
+        if not pending or group.is_in(GroupState.DEAD, GroupState.EMPTY,
+                                      GroupState.PREPARING_REBALANCE):
             self.context.cancel(("sync", group.group_id))
 
     def _store_assignment(self, group: ClassicGroup, r: SyncRequest) -> None:
@@ -270,28 +190,28 @@ class GroupMetadataManager(ClassicJoin):
         generation = r.generation
 
         def on_durable() -> None:
-            if self.groups.get(group.group_id) is not group or not (
-                    group.is_in(S.COMPLETING_REBALANCE) and group.generation == generation):
+            if self.groups.get(group.group_id) is not group or group.generation != generation \
+                    or not group.is_in(GroupState.COMPLETING_REBALANCE):
                 return
             for member in group.members.values():
                 member.assignment = assignment.get(member.member_id, b"")
-            self._propagate_assignment(group, E.NONE)
-            group.transition(S.STABLE, self._now())
+            self.join.propagate_assignment(group, NONE)
+            group.transition(GroupState.STABLE, self.context.now_ms())
             self.events.emit(group.group_id, "rebalance-completed", generation=generation,
                              members=len(group.members))
-        self._write(R.group_metadata(group, assignment), on_durable)
+        self.writes.add(group_metadata(group, assignment), on_durable)
 
     # Heartbeat / LeaveGroup ------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> Result:
         group = self.groups.get(group_id)
         if group is None:
-            return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
+            return _HEARTBEAT_RESULTS[UNKNOWN_MEMBER_ID]
         # The hottest group request: states and answers are module globals (an enum member
         # looked up on its class costs ~70 ns in 3.11, a global ~10).
         state = group.state
         if state is STATE_DEAD:
-            return _HEARTBEAT_RESULTS[E.COORDINATOR_NOT_AVAILABLE]
+            return _HEARTBEAT_RESULTS[COORDINATOR_NOT_AVAILABLE]
         member = group.members.get(member_id) if instance_id is None else None
         if member is None:  # unknown, or static: group.validate_member says which error
             try:
@@ -300,29 +220,29 @@ class GroupMetadataManager(ClassicJoin):
                 return _HEARTBEAT_RESULTS.get(exc.code) or Result((), exc.code)
             member = group.members[member_id]
         if generation != group.generation:
-            return _HEARTBEAT_RESULTS[E.ILLEGAL_GENERATION]
+            return _HEARTBEAT_RESULTS[ILLEGAL_GENERATION]
         if state is STATE_EMPTY:
-            return _HEARTBEAT_RESULTS[E.UNKNOWN_MEMBER_ID]
+            return _HEARTBEAT_RESULTS[UNKNOWN_MEMBER_ID]
         # The session timeout's deadline moves; the timer set at join/sync stays (no new op).
         session_ms = member.session_timeout_ms
         if not self.context.touch(heartbeat_key(group_id, member_id), session_ms):
-            self._reschedule_heartbeat_id(group_id, member_id, session_ms)
+            self.join.reschedule_heartbeat_id(group_id, member_id, session_ms)
         return _HEARTBEAT_REBALANCING if state is STATE_PREPARING_REBALANCE else _HEARTBEAT_OK
 
     def touch_member(self, group: ClassicGroup, member_id: str) -> None:
         """An offset commit counts as a heartbeat of a live member."""
-        if group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             member = group.members.get(member_id)
             if member is not None:
-                self._reschedule_heartbeat(group, member)
+                self.join.reschedule_heartbeat(group, member)
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> Result:
         """Response: (error, [(member id, instance id, error)])."""
         group = self.groups.get(group_id)
         if group is None:
-            return Result((), (E.NONE, [(m, i, E.UNKNOWN_MEMBER_ID) for m, i in members]))
-        if group.is_in(S.DEAD):
-            return Result((), (E.COORDINATOR_NOT_AVAILABLE, []))
+            return Result((), (NONE, [(m, i, UNKNOWN_MEMBER_ID) for m, i in members]))
+        if group.is_in(GroupState.DEAD):
+            return Result((), (COORDINATOR_NOT_AVAILABLE, []))
         results: list[tuple[str, str | None, int]] = []
         removed = False
         for member_id, instance_id in members:
@@ -330,14 +250,14 @@ class GroupMetadataManager(ClassicJoin):
                 static_id = group.static_members.get(instance_id) if instance_id is not None else None
                 if static_id is not None:
                     self._remove_current_member(group, static_id)
-                    results.append((member_id, instance_id, E.NONE))
+                    results.append((member_id, instance_id, NONE))
                     removed = True
                 else:
-                    results.append((member_id, instance_id, E.UNKNOWN_MEMBER_ID))
+                    results.append((member_id, instance_id, UNKNOWN_MEMBER_ID))
             elif group.is_pending(member_id):
                 group.remove(member_id)
                 self.context.cancel(heartbeat_key(group_id, member_id))
-                results.append((member_id, instance_id, E.NONE))
+                results.append((member_id, instance_id, NONE))
                 removed = True
             else:
                 try:
@@ -346,39 +266,39 @@ class GroupMetadataManager(ClassicJoin):
                     results.append((member_id, instance_id, exc.code))
                     continue
                 self._remove_current_member(group, member_id)
-                results.append((member_id, instance_id, E.NONE))
+                results.append((member_id, instance_id, NONE))
                 removed = True
         if removed:
-            if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-                self._maybe_prepare_rebalance_or_complete_join(group)
-            elif group.is_in(S.PREPARING_REBALANCE):
-                self._maybe_complete_join_phase(group)
-        return self._result((E.NONE, results))
+            if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                self.join.maybe_prepare_rebalance_or_complete_join(group)
+            elif group.is_in(GroupState.PREPARING_REBALANCE):
+                self.join.maybe_complete_join_phase(group)
+        return self.writes.result((NONE, results))
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
         self.context.cancel(heartbeat_key(group.group_id, member_id))
         log.info("member %s leaves group %s", member_id, group.group_id)
         self.events.emit(group.group_id, "member-left", member_id=member_id)
-        group.complete_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
+        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
         group.remove(member_id)
 
     # Describe / List (reads) -----------------------------------------------------------------
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
         group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
+        if group is None or group.is_in(GroupState.DEAD):
             if version >= 6:
-                return DescribedGroup(group_id, E.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
+                return DescribedGroup(group_id, GROUP_ID_NOT_FOUND, "Dead", "", "", [],
                                       f"Group {group_id} not found.")
-            return DescribedGroup(group_id, E.NONE, "Dead", "", "", [])
-        if group.is_in(S.STABLE):
+            return DescribedGroup(group_id, NONE, "Dead", "", "", [])
+        if group.is_in(GroupState.STABLE):
             assert group.protocol_name is not None
             members = [(m, m.metadata(group.protocol_name)) for m in group.members.values()]
             data = group.protocol_name
         else:
             members = [(m, b"") for m in group.members.values()]
             data = ""
-        return DescribedGroup(group_id, E.NONE, group.state.value, group.protocol_type or "",
+        return DescribedGroup(group_id, NONE, group.state.value, group.protocol_type or "",
                               data, members)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:

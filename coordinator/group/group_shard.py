@@ -1,8 +1,9 @@
 """The group coordinator shard of one ``__consumer_offsets`` partition (Kafka's
 GroupCoordinatorShard): one method per request kind returning a Result (writes) or a value
 (reads), ``replay`` dispatching records by type to the group and offset managers, load/unload
-hooks and the offsets-retention timer. The runtime (runtime.py) runs these and owns the log;
-the service calls the request methods by reference (``GroupCoordinatorShard.heartbeat``...).
+hooks and the offsets-retention timer. The runtime (runtime/coordinator_runtime.py) runs these
+and owns the log; the service calls the request methods by reference
+(``GroupCoordinatorShard.heartbeat``...).
 
 Groups are reached one way each: classic groups in ``group_manager.groups``, consumer groups
 (KIP-848) in ``consumer_groups``; the consumer-group manager through ``consumer_manager()``,
@@ -18,16 +19,25 @@ from typing import TYPE_CHECKING, Any
 from kafkette.protocol import group_records
 from kafkette.protocol.group_records import GroupMetadataKey, OffsetCommitKey, RecordDecodeError
 
-from . import errors as E
-from . import records as R
-from .config import CoordinatorConfig
-from .errors import CoordinatorError
+from ..runtime.coordinator_log import RawRecord, TxnMarker, TxnRecordKey
+from ..runtime.coordinator_runtime import ShardContext
+from ..runtime.error_codes import (
+    COORDINATOR_NOT_AVAILABLE,
+    GROUP_ID_NOT_FOUND,
+    NON_EMPTY_GROUP,
+    NONE,
+    PRODUCER_FENCED,
+    UNSTABLE_OFFSET_COMMIT,
+    CoordinatorError,
+)
+from ..runtime.result import Result
+from .classic.classic_group import GroupState
+from .classic.group_manager import GroupMetadataManager
 from .events import GroupEventLog
-from .group import GroupState
-from .group_manager import GroupMetadataManager
-from .log import RawRecord, TxnMarker, TxnRecordKey
-from .offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
-from .offset_replay import RawBatches
+from .group_config import CoordinatorConfig
+from .offsets.offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
+from .offsets.offset_replay import RawBatches
+from .record_builders import group_tombstone
 from .requests import (
     ClassicHeartbeat,
     DescribedGroup,
@@ -38,17 +48,14 @@ from .requests import (
     SyncRequest,
     SyncResult,
 )
-from .result import Result
-from .runtime import ShardContext
 
 if TYPE_CHECKING:
+    from .consumer.consumer_group_state import ConsumerGroup
+    from .consumer.consumer_manager import ConsumerGroupManager
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
-    from .consumer.group import ConsumerGroup
     from .consumer.heartbeat import HeartbeatRequest
-    from .consumer_manager import ConsumerGroupManager
 
 log = logging.getLogger("kafkette.coordinator")
-S = GroupState
 
 __all__ = ["CommitPartition", "CoordinatorConfig", "DescribedGroup", "GroupCoordinatorShard",
            "JoinRequest", "JoinResult", "SyncRequest", "SyncResult"]
@@ -71,7 +78,7 @@ class GroupCoordinatorShard:
         """The consumer-group manager, created on first use."""
         manager = self.consumer
         if manager is None:
-            from .consumer_manager import ConsumerGroupManager
+            from .consumer.consumer_manager import ConsumerGroupManager
 
             manager = ConsumerGroupManager(self.context, self.config, self.group_manager)
             self.consumer = manager
@@ -112,7 +119,7 @@ class GroupCoordinatorShard:
     def replay(self, key: Any, value: bytes | None) -> None:
         """Apply one ``__consumer_offsets`` record (value None: a tombstone), by record type
         (Kafka's GroupCoordinatorShard.replay)."""
-        if type(key) is not bytes:  # TxnRecordKey / TxnMarker (coordinator/log.py)
+        if type(key) is not bytes:  # TxnRecordKey / TxnMarker (runtime/coordinator_log.py)
             self._replay_transactional(key, value)
             return
         try:
@@ -235,15 +242,15 @@ class GroupCoordinatorShard:
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:  # allowed in any state
             records, out = self.offset_manager.delete(consumer_group, topics)
-            return Result(records, (E.NONE, out))
+            return Result(records, (NONE, out))
         group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return Result((), (E.GROUP_ID_NOT_FOUND, []))
-        if group.is_in(S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE) and \
-                not group.uses_consumer_protocol():
-            return Result((), (E.NON_EMPTY_GROUP, []))
+        if group is None or group.is_in(GroupState.DEAD):
+            return Result((), (GROUP_ID_NOT_FOUND, []))
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE,
+                       GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
+            return Result((), (NON_EMPTY_GROUP, []))
         records, out = self.offset_manager.delete(group, topics)
-        return Result(records, (E.NONE, out))
+        return Result(records, (NONE, out))
 
     def delete_groups(self, group_ids: list[str]) -> Result:
         """Response: [(group id, error)]."""
@@ -254,20 +261,20 @@ class GroupCoordinatorShard:
             if consumer_group is not None:
                 group_records: list[RawRecord] = []
                 code = self.consumer_manager().delete(consumer_group, group_records)
-                if code == E.NONE:
+                if code == NONE:
                     self.offset_manager.delete_all(gid, records)
                     records.extend(group_records)
                 results.append((gid, code))
                 continue
             group = self.groups.get(gid)
-            if group is None or group.is_in(S.DEAD):
-                results.append((gid, E.GROUP_ID_NOT_FOUND))
-            elif not group.is_in(S.EMPTY):
-                results.append((gid, E.NON_EMPTY_GROUP))
+            if group is None or group.is_in(GroupState.DEAD):
+                results.append((gid, GROUP_ID_NOT_FOUND))
+            elif not group.is_in(GroupState.EMPTY):
+                results.append((gid, NON_EMPTY_GROUP))
             else:
                 self.offset_manager.delete_all(gid, records)
-                records.append(R.group_tombstone(gid))
-                results.append((gid, E.NONE))
+                records.append(group_tombstone(gid))
+                results.append((gid, NONE))
         return Result(records, results)
 
     def on_partitions_deleted(self, topic_partitions: list[tuple[str, int]]) -> Result:
@@ -285,7 +292,7 @@ class GroupCoordinatorShard:
         """TxnOffsetCommit: checked like OffsetCommit, written in the producer's transaction
         (pending until its marker). Response: per-partition errors."""
         if self.offset_manager.txn.fenced(producer_id, producer_epoch):
-            return Result((), [E.PRODUCER_FENCED] * len(partitions))
+            return Result((), [PRODUCER_FENCED] * len(partitions))
         # TxnOffsetCommit v0-2 carry no member or generation: Kafka accepts them unchecked.
         legacy = request.generation < 0 and not request.member_id and request.instance_id is None
         group_id = request.group_id
@@ -296,8 +303,8 @@ class GroupCoordinatorShard:
                                                 store=False)
         else:
             group = self.groups.get(group_id)
-            if group is not None and group.is_in(S.DEAD):
-                return Result((), [E.COORDINATOR_NOT_AVAILABLE] * len(partitions))
+            if group is not None and group.is_in(GroupState.DEAD):
+                return Result((), [COORDINATOR_NOT_AVAILABLE] * len(partitions))
             result = self.offset_manager.commit(group, request, partitions,
                                                 self.context.now_ms(),
                                                 validate=not (legacy and group is not None),
@@ -319,7 +326,7 @@ class GroupCoordinatorShard:
         unstable = self.offset_manager.txn.unstable(group_id)
         if not unstable:
             return rows
-        return [(topic, [(p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT) if (topic, p) in unstable
+        return [(topic, [(p, -1, -1, "", UNSTABLE_OFFSET_COMMIT) if (topic, p) in unstable
                          else (p, o, ep, md, err) for p, o, ep, md, err in parts])
                 for topic, parts in rows]
 
@@ -335,19 +342,19 @@ class GroupCoordinatorShard:
         """OffsetFetch v9's member id/epoch against a consumer group (others: no check)."""
         group = self.consumer_groups.get(group_id)
         if group is None:
-            return E.NONE
+            return NONE
         try:
             group.validate_offset_fetch(member_id, member_epoch)
         except CoordinatorError as exc:
             return exc.code
-        return E.NONE
+        return NONE
 
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
         if group_id in self.consumer_groups:  # KIP-1099: not a classic group
             if version >= 6:
-                return DescribedGroup(group_id, E.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
+                return DescribedGroup(group_id, GROUP_ID_NOT_FOUND, "Dead", "", "", [],
                                       f"Group {group_id} is not a classic group.")
-            return DescribedGroup(group_id, E.NONE, "Dead", "", "", [])
+            return DescribedGroup(group_id, NONE, "Dead", "", "", [])
         return self.group_manager.describe_group(group_id, version)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
@@ -366,8 +373,8 @@ class GroupCoordinatorShard:
         now = self.context.now_ms()
         for gid, group in list(self.groups.items()):
             if self.offset_manager.expire(group, now, self.config.offsets_retention_ms, records) \
-                    and group.is_in(S.EMPTY):
-                records.append(R.group_tombstone(gid))
+                    and group.is_in(GroupState.EMPTY):
+                records.append(group_tombstone(gid))
         for consumer_group in list(self.consumer_groups.values()):
             if self.offset_manager.expire(consumer_group, now,
                                           self.config.offsets_retention_ms, records) \
