@@ -19,7 +19,7 @@ EXPOSE 9092 19092
 ENTRYPOINT ["kafkette"]
 CMD ["serve", "--override", "listeners=PLAINTEXT://0.0.0.0:9092", "--override", "log.dirs=/var/lib/kafkette"]
 HEALTHCHECK --interval=2s --timeout=3s --start-period=10s --retries=30 \
-    CMD ["python", "-m", "kafkette.broker.healthcheck", "127.0.0.1:9092"]
+    CMD ["python", "-m", "kafkette.broker.cli.healthcheck", "127.0.0.1:9092"]
 
 # The compose file's example producer and consumer (aiokafka).
 FROM kafkette AS examples

@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def loop_description() -> str:
-    from kafkette.broker.loop import loop_name
+    from kafkette.broker.cli.loop import loop_name
 
     return loop_name()
 

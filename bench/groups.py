@@ -222,7 +222,7 @@ def serve(ready, stop, log_dir: str, linger: int) -> None:
     import logging
     import os
 
-    from kafkette.broker.loop import run
+    from kafkette.broker.cli.loop import run
 
     if os.environ.get("BENCH_LOG"):
         logging.basicConfig(level=logging.INFO)
@@ -245,11 +245,11 @@ def serve(ready, stop, log_dir: str, linger: int) -> None:
 def replay_bench(records: int) -> tuple[float, float]:
     """(seconds to load ``records`` offset records into a shard, seconds to only read+decode)."""
     from kafkette.broker.config import BrokerConfig
-    from kafkette.broker.offsets_log import PartitionOffsetsLog
-    from kafkette.coordinator.clock import ManualClock
-    from kafkette.coordinator.config import CoordinatorConfig
-    from kafkette.coordinator.runtime import PartitionContext
-    from kafkette.coordinator.shard import GroupCoordinatorShard
+    from kafkette.broker.services.offsets_log import PartitionOffsetsLog
+    from kafkette.coordinator.group.group_config import CoordinatorConfig
+    from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+    from kafkette.coordinator.runtime.clock import ManualClock
+    from kafkette.coordinator.runtime.coordinator_runtime import PartitionContext
     from kafkette.protocol.group_records import (
         OffsetCommitKey,
         OffsetCommitValue,

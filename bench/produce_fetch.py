@@ -124,7 +124,7 @@ class Conn:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    from kafkette.broker.wire_client import WireClient
+    from kafkette.broker.cli.wire_client import WireClient
 
     with WireClient(bootstrap) as w:
         cls = request_type(19, 7)

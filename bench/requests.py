@@ -69,7 +69,7 @@ class Echo(asyncio.Protocol):
 
 
 def serve(kind: str, ready, stop) -> None:
-    from kafkette.broker.loop import run
+    from kafkette.broker.cli.loop import run
 
     async def main() -> None:
         if kind == "kafkette":

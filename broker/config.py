@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from kafkette.coordinator.consumer.defaults import DEFAULTS as CONSUMER_GROUP_DEFAULTS
+from kafkette.coordinator.group.consumer.defaults import DEFAULTS as CONSUMER_GROUP_DEFAULTS
 
 log = logging.getLogger("kafkette.broker.config")
 
@@ -221,7 +221,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
     "request.max.elements": ConfigKey("INT", at_least(1)),
     "admin.listener": ConfigKey("STRING"),
-    # KIP-848 (checked again, with Kafka's messages, by coordinator.consumer.config)
+    # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(
         "LIST", one_of("classic", "consumer", "share", "streams")),
     "group.consumer.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),

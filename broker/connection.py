@@ -24,16 +24,16 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkette.coordinator.runtime import DurableFuture
-from kafkette.coordinator.serving import SERVING_NODE
+from kafkette.coordinator.runtime.coordinator_runtime import DurableFuture
+from kafkette.coordinator.runtime.serving import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, HeaderParser
 
 from . import request_log, request_memo
 from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
+from .cluster.faults import FaultRegistry
 from .context import RequestContext
-from .faults import FaultRegistry
 from .registry import ROUTES
 from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
 from .routes import REPEATS

@@ -8,23 +8,23 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafkette.coordinator.clock import SystemClock
+from kafkette.coordinator.runtime.clock import SystemClock
 from kafkette.storage.topics import LogManager
 
 from .admin import admin_address, start_admin, stop_admin
 from .boot import EarlyListener, StartupError, bind
-from .cluster import ClusterNodes
-from .cluster_control import NodeControl
+from .cluster.faults import FaultRegistry
+from .cluster.node_control import NodeControl
+from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
-from .faults import FaultRegistry
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
-    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.group.group_service import GroupCoordinator
 
 log = logging.getLogger("kafkette.broker")
 
@@ -93,12 +93,12 @@ class Broker:
                  nodes: int = 1, node_ports: Mapping[tuple[int, str], int] | None = None,
                  early: Mapping[str, EarlyListener] | None = None) -> None:
         """``nodes`` > 1: that many nodes (ids node.id, node.id+1, ...) in this process, each on
-        its own listener(s), sharing the logs and the group coordinator (broker/cluster.py);
+        its own listener(s), sharing the logs and the group coordinator (broker/cluster/nodes.py);
         ``node_ports`` ((node id, listener name) -> port) puts them back where they were.
         ``early``: listeners of the first node already bound (broker/boot.py, by listener name),
         which ``start()`` adopts instead of binding them."""
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
-        # Injected faults (broker/faults.py); a caller's registry outlives a restart.
+        # Injected faults (broker/cluster/faults.py); a caller's registry outlives a restart.
         self.faults = faults if faults is not None else FaultRegistry()
         self.clock = clock if clock is not None else SystemClock()
         self.cluster_id = self.config.get_str("cluster.id")

@@ -71,6 +71,15 @@ def assignment_partitions(data: bytes) -> list[tuple[str, int]]:
             for p in tp.partitions]
 
 
+def assignment_partitions_or_empty(data: bytes) -> list[tuple[str, int]]:
+    """(topic, partition) pairs of a consumer-protocol assignment; [] when the bytes are empty or
+    not decodable (for display: describing a group never fails on a member's assignment)."""
+    try:
+        return assignment_partitions(data)
+    except ConsumerProtocolError:
+        return []
+
+
 def version_of(data: bytes) -> int:
     """The schema version the bytes declare (their leading int16)."""
     return int.from_bytes(data[:2], "big", signed=True)

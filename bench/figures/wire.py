@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkette.broker.wire_client import WireClient as BaseWireClient
+from kafkette.broker.cli.wire_client import WireClient as BaseWireClient
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 

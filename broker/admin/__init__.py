@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import ConfigError
 
 if TYPE_CHECKING:
-    from .server import AdminServer
+    from .http_server import AdminServer
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -35,7 +35,7 @@ async def start_admin(broker: Any) -> AdminServer | None:
     address = admin_address(broker.config)
     if address is None:
         return None
-    from .server import AdminServer
+    from .http_server import AdminServer
 
     server = AdminServer(broker, *address)
     await server.start()

@@ -21,8 +21,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..cluster_control import ClusterError
-from ..faults import FaultError
+from ..cluster.faults import FaultError
+from ..cluster.node_control import ClusterError
 
 FAULT_FIELDS = frozenset({"api", "error", "count", "node", "delay_ms", "throttle_ms", "drop"})
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kafkette.coordinator.errors import CoordinatorError
-from kafkette.coordinator.events import GroupEvent, GroupEventLog
-from kafkette.coordinator.service import SERVING_NODE
-
-from ..admin_cli import decode_assignment
+from kafkette.coordinator.group.events import GroupEvent, GroupEventLog
+from kafkette.coordinator.runtime.error_codes import CoordinatorError
+from kafkette.coordinator.runtime.serving import SERVING_NODE
+from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
 
 CONSUMER_PROTOCOL = "consumer"
 
@@ -96,7 +95,7 @@ def describe_group(broker: Any, group_id: str) -> tuple[GroupSummary, list[Membe
         return None
     consumer = described.protocol_type == CONSUMER_PROTOCOL
     members = [MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                          decode_assignment(m.assignment) if consumer else [])
+                          assignment_partitions_or_empty(m.assignment) if consumer else [])
                for m, _metadata in described.members]
     return _summary(shard, group_id, described.protocol_type, described.state), members
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from kafkette.coordinator.service import GroupCoordinator, unavailable_coordinator
+from kafkette.coordinator.group.group_service import GroupCoordinator, unavailable_coordinator
 
 if TYPE_CHECKING:
     from ..context import RequestContext

@@ -12,8 +12,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator.consumer.describe import DescribedTopicPartitions
-from kafkette.coordinator.consumer.heartbeat import HeartbeatRequest
+from kafkette.coordinator.group.consumer.describe import DescribedTopicPartitions
+from kafkette.coordinator.group.consumer.heartbeat import HeartbeatRequest
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 

@@ -18,7 +18,7 @@ from kafkette.storage.log import LogSlice
 from ..context import RequestContext
 from ..responses import SplicedResponse
 from ..routes import api
-from ..services.records import FetchSession, PartitionRead
+from ..services.record_service import FetchSession, PartitionRead
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -10,8 +10,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
+from kafkette.coordinator.group.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
+from kafkette.coordinator.runtime.error_codes import INCONSISTENT_GROUP_PROTOCOL, NONE
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 
@@ -101,7 +101,7 @@ def _sync_response(ctx: RequestContext, res: SyncResult):
 @api(14, 0, 5)
 def handle_sync_group(ctx: RequestContext, req):
     if ctx.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-        return _sync_response(ctx, SyncResult(E.INCONSISTENT_GROUP_PROTOCOL))
+        return _sync_response(ctx, SyncResult(INCONSISTENT_GROUP_PROTOCOL))
     request = SyncRequest(
         group_id=req.group_id, member_id=req.member_id,
         group_instance_id=getattr(req, "group_instance_id", None),
@@ -161,8 +161,8 @@ def handle_leave_group(ctx: RequestContext, req):
 
 def _leave_response(ctx: RequestContext, top: int, results: list):
     if ctx.api_version < 3:
-        if top == E.NONE:
-            top = next((err for _, _, err in results if err != E.NONE), E.NONE)
+        if top == NONE:
+            top = next((err for _, _, err in results if err != NONE), NONE)
         return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(top))
     member_cls = item_type(ctx.response_type, "members")
     return ctx.respond(

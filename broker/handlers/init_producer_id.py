@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator.transaction import errors as TE
+from kafkette.coordinator.runtime.error_codes import COORDINATOR_NOT_AVAILABLE, fenced_for
 from kafkette.protocol.build import make
 
 from ..context import RequestContext
@@ -22,12 +22,12 @@ async def handle_init_producer_id(ctx: RequestContext, req: Any):
     if req.transactional_id is not None:
         coord = ctx.services.groups.transaction_coordinator()
         if coord is None:
-            error, pid, epoch = TE.COORDINATOR_NOT_AVAILABLE, -1, -1
+            error, pid, epoch = COORDINATOR_NOT_AVAILABLE, -1, -1
         else:
             error, pid, epoch = await coord.init_producer_id(
                 req.transactional_id, ms(req.transaction_timeout),
                 getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1))
-            error = TE.fenced_for(error, ctx.api_version, 4)
+            error = fenced_for(error, ctx.api_version, 4)
         return make(cls, throttle_time=timedelta(0), error_code=ErrorCode(error),
                     producer_id=pid, producer_epoch=epoch)
     # As Kafka does for non-transactional producers: a fresh id, epoch 0, whatever was sent.

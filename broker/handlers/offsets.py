@@ -8,8 +8,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.requests import CommitPartition, OffsetCommitRequest
+from kafkette.coordinator.group.requests import CommitPartition, OffsetCommitRequest
+from kafkette.coordinator.runtime.error_codes import NONE
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 
@@ -130,7 +130,7 @@ async def handle_offset_fetch(ctx: RequestContext, req):
                 error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics),
                                                         req.require_stable)
             out.append(make(group_cls, group_id=g.group_id, error_code=ErrorCode(error),
-                            topics=_topics(group_cls, rows if error == E.NONE else [])))
+                            topics=_topics(group_cls, rows if error == NONE else [])))
         return ctx.respond(throttle_time=ZERO, groups=tuple(out))
     topics = req.topics if v >= 2 else (req.topics or ())
     error, rows = await coord.fetch_offsets(req.group_id, _wanted(topics),
@@ -138,7 +138,7 @@ async def handle_offset_fetch(ctx: RequestContext, req):
     if v < 2:
         return ctx.respond(topics=_topics(cls, rows, copy_error=error if error else None))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error),
-                       topics=_topics(cls, rows if error == E.NONE else []))
+                       topics=_topics(cls, rows if error == NONE else []))
 
 
 # OffsetDelete ------------------------------------------------------------------------------------
@@ -152,6 +152,6 @@ async def handle_offset_delete(ctx: RequestContext, req):
     return ctx.respond(error_code=ErrorCode(top), throttle_time=ZERO, topics=tuple(
         make(topic_cls, name=t.name, partitions=tuple(
             make(part_cls, partition_index=p.partition_index,
-                 error_code=ErrorCode(per.get((t.name, p.partition_index), E.NONE)))
+                 error_code=ErrorCode(per.get((t.name, p.partition_index), NONE)))
             for p in t.partitions))
-        for t in req.topics) if top == E.NONE else ())
+        for t in req.topics) if top == NONE else ())

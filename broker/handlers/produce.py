@@ -11,7 +11,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator.transaction import errors as TE
+from kafkette.coordinator.runtime.error_codes import (
+    CONCURRENT_TRANSACTIONS,
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    NOT_COORDINATOR,
+    fenced_for,
+)
 from kafkette.protocol.build import field_names, item_type
 from kafkette.protocol.codec import response_type
 from kafkette.storage.log import AppendInfo
@@ -28,8 +34,8 @@ ZERO = timedelta(0)
 _TXN_HEADER = struct.Struct(">qh")  # producer id, epoch at byte 43 of a v2 batch
 # an implicit add that failed retriably is answered NOT_ENOUGH_REPLICAS: the client retries the
 # produce (Kafka's ReplicaManager does the same)
-_RETRY_ADD = frozenset({TE.CONCURRENT_TRANSACTIONS, TE.COORDINATOR_NOT_AVAILABLE,
-                        TE.NOT_COORDINATOR, 14})  # 14: COORDINATOR_LOAD_IN_PROGRESS
+_RETRY_ADD = frozenset({CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+                        COORDINATOR_LOAD_IN_PROGRESS})
 
 
 @api(0, 0, 12, min_accepted=3)
@@ -66,7 +72,7 @@ async def _add_then_produce(ctx: RequestContext, req: Any, txn: Any, pid: int, e
     rejected: dict[tuple[str, int], ServiceError] = {}
     if code:
         code = ErrorCode.not_enough_replicas.value if code in _RETRY_ADD else \
-            TE.fenced_for(code, 0, 1)  # Produce has no PRODUCER_FENCED
+            fenced_for(code, 0, 1)  # Produce has no PRODUCER_FENCED
         rejected = {(t, p): ServiceError(ErrorCode(code), "the partition could not be added to "
                                          "the transaction") for t, ps in partitions.items()
                     for p in ps}

@@ -17,8 +17,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.transaction import errors as TE
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.runtime.error_codes import (
+    COORDINATOR_NOT_AVAILABLE,
+    NONE,
+    OPERATION_NOT_ATTEMPTED,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    fenced_for,
+)
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.transaction_records import STATE_NAMES
 
@@ -50,20 +56,20 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any):
                if not ctx.services.records.has_partition(name, p)}
     coord = transactions(ctx)
     if coord is None:
-        error = TE.COORDINATOR_NOT_AVAILABLE
+        error = COORDINATOR_NOT_AVAILABLE
     elif missing:
-        error = TE.OPERATION_NOT_ATTEMPTED
+        error = OPERATION_NOT_ATTEMPTED
     else:
         error = await coord.add_partitions(req.v3_and_below_transactional_id,
                                            req.v3_and_below_producer_id,
                                            req.v3_and_below_producer_epoch, wanted)
-        error = TE.fenced_for(error, v, 2)
+        error = fenced_for(error, v, 2)
     topic_cls = item_type(ctx.response_type, "results_by_topic_v3_and_below")
     part_cls = item_type(topic_cls, "results_by_partition")
     return ctx.respond(throttle_time=ZERO, results_by_topic_v3_and_below=tuple(
         make(topic_cls, name=t.name, results_by_partition=tuple(
             make(part_cls, partition_index=p, partition_error_code=ErrorCode(
-                TE.UNKNOWN_TOPIC_OR_PARTITION if (t.name, p) in missing else error))
+                UNKNOWN_TOPIC_OR_PARTITION if (t.name, p) in missing else error))
             for p in t.partitions))
         for t in req.v3_and_below_topics))
 
@@ -90,9 +96,9 @@ async def _add_partitions_batched(ctx: RequestContext, req: Any) -> Any:
         wanted = {t.name: set(t.partitions) for t in txn.topics}
         per: dict[tuple[str, int], int] = {}
         if coord is None:
-            error = TE.COORDINATOR_NOT_AVAILABLE
+            error = COORDINATOR_NOT_AVAILABLE
         elif txn.verify_only:
-            error = TE.NONE
+            error = NONE
             per = coord.verify_partitions(txn.transactional_id, txn.producer_id,
                                           txn.producer_epoch, wanted)
         else:
@@ -114,12 +120,12 @@ async def handle_end_txn(ctx: RequestContext, req: Any):
     the next transaction."""
     coord = transactions(ctx)
     if coord is None:
-        error, pid, epoch = TE.COORDINATOR_NOT_AVAILABLE, -1, -1
+        error, pid, epoch = COORDINATOR_NOT_AVAILABLE, -1, -1
     else:
         error, pid, epoch = await coord.end_txn(
             req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
             client_tv(ctx, 5))
-    error = TE.fenced_for(error, ctx.api_version, 2)
+    error = fenced_for(error, ctx.api_version, 2)
     if ctx.api_version >= 5:
         return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error), producer_id=pid,
                            producer_epoch=epoch)
@@ -130,8 +136,8 @@ async def _answer(ctx: RequestContext, call: Callable[[Any], Awaitable[int]]) ->
     """A response with one error code: ``call``'s on the transaction coordinator (PRODUCER_FENCED
     from version 2 on)."""
     coord = transactions(ctx)
-    error = TE.COORDINATOR_NOT_AVAILABLE if coord is None else \
-        TE.fenced_for(await call(coord), ctx.api_version, 2)
+    error = COORDINATOR_NOT_AVAILABLE if coord is None else \
+        fenced_for(await call(coord), ctx.api_version, 2)
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error))
 
 
@@ -142,10 +148,10 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any):
         # transaction version 2: the broker adds the group's offsets partition to the
         # transaction (the client sends no AddOffsetsToTxn)
         coord = transactions(ctx)
-        error = TE.COORDINATOR_NOT_AVAILABLE if coord is None else await coord.add_partitions(
+        error = COORDINATOR_NOT_AVAILABLE if coord is None else await coord.add_partitions(
             req.transactional_id, req.producer_id, req.producer_epoch,
             {"__consumer_offsets": {coordinator(ctx).partition_for(req.group_id)}}, tv=2)
-        if error != TE.NONE:
+        if error != NONE:
             return _txn_offset_commit_response(ctx, req, iter(lambda: error, None))
     partitions = [CommitPartition(t.name, p.partition_index, p.committed_offset,
                                   getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
@@ -153,7 +159,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any):
     codes = await coordinator(ctx).txn_commit_offsets(
         req.group_id, req.producer_id, req.producer_epoch, getattr(req, "generation_id", -1),
         getattr(req, "member_id", ""), getattr(req, "group_instance_id", None), partitions)
-    return _txn_offset_commit_response(ctx, req, iter(TE.fenced_for(c, v, 3) for c in codes))
+    return _txn_offset_commit_response(ctx, req, iter(fenced_for(c, v, 3) for c in codes))
 
 
 def _txn_offset_commit_response(ctx: RequestContext, req: Any, answers: Any) -> Any:
@@ -175,7 +181,7 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any):
     topic_cls = item_type(state_cls, "topics")
     out = []
     for tid in req.transactional_ids:
-        error, md = (TE.COORDINATOR_NOT_AVAILABLE, None) if coord is None \
+        error, md = (COORDINATOR_NOT_AVAILABLE, None) if coord is None \
             else await coord.describe(tid)
         if md is None:
             out.append(make(state_cls, error_code=ErrorCode(error), transactional_id=tid,
@@ -203,7 +209,7 @@ async def handle_list_transactions(ctx: RequestContext, req: Any):
     pids = set(req.producer_id_filters)
     min_duration = getattr(req, "duration_filter", -1)
     rows: list[Any] = []
-    error = TE.COORDINATOR_NOT_AVAILABLE if coord is None else TE.NONE
+    error = COORDINATOR_NOT_AVAILABLE if coord is None else NONE
     if coord is not None:
         now = int(time.time() * 1000)
         for md in await coord.list():

@@ -14,8 +14,8 @@ from .cluster import ClusterInfo
 from .errors import ServiceError
 from .group_configs import GroupConfigService
 from .groups import GroupService
-from .records import RecordService
-from .topics import TopicService
+from .record_service import RecordService
+from .topic_service import TopicService
 
 
 @dataclass(frozen=True, slots=True)

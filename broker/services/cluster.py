@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..cluster import ClusterNodes
+    from ..cluster.nodes import ClusterNodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +16,7 @@ class ClusterInfo:
     cluster_id: str
     # The advertised (host, port); known only once the listener is bound.
     address: Callable[[], tuple[str, int]]
-    # Several nodes in one process (broker/cluster.py); None for a single node.
+    # Several nodes in one process (broker/cluster/nodes.py); None for a single node.
     nodes: ClusterNodes | None = None
     listener: str = ""  # the listener name the request came in on
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.group.group_service import GroupCoordinator
     from kafkette.coordinator.transaction.service import TransactionCoordinator
     from kafkette.storage.topics import LogManager
 
@@ -21,7 +21,8 @@ log = logging.getLogger("kafkette.transactions")
 # What starting the coordinators imports (most of coordinator/): imported in a worker thread, so
 # the event loop keeps answering the requests that need no coordinator meanwhile. The transaction
 # coordinator's modules load only when it starts (its topic exists, or a first transactional use).
-_COORDINATOR_MODULES = ("kafkette.broker.offsets_log", "kafkette.coordinator.service")
+_COORDINATOR_MODULES = ("kafkette.broker.services.offsets_log",
+                       "kafkette.coordinator.group.group_service")
 _TRANSACTION_MODULES = ("kafkette.broker.services.transactions",)
 
 
@@ -41,7 +42,7 @@ class GroupService:
         # groups' own session timeout and heartbeat interval (GROUP configs), read live
         self._group_overrides = group_overrides
         self.coordinator: GroupCoordinator | None = None
-        from ..offsets_log import consumer_group_config
+        from .offsets_log import consumer_group_config
 
         consumer_group_config(config)  # a bad group.consumer.* value stops the broker at start
         # the transaction coordinator, started after the group coordinator (its markers reach
@@ -52,7 +53,7 @@ class GroupService:
     async def start(self) -> None:
         """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
         await asyncio.to_thread(_import_modules, _COORDINATOR_MODULES)
-        from ..offsets_log import TRANSACTION_TOPIC, start_coordinator
+        from .offsets_log import TRANSACTION_TOPIC, start_coordinator
 
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
                                                    self._group_overrides)

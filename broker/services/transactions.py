@@ -13,7 +13,7 @@ from kafkette.coordinator.transaction.shard import TxnConfig
 from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.records import parse_batch_header
 
-from ..offsets_log import OFFSETS_TOPIC, TRANSACTION_TOPIC, PartitionOffsetsLog, internal_topic
+from .offsets_log import OFFSETS_TOPIC, TRANSACTION_TOPIC, PartitionOffsetsLog, internal_topic
 
 if TYPE_CHECKING:
     from kafkette.storage.topics import LogManager

@@ -10,16 +10,23 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..clock import Clock
-from ..errors import CoordinatorError
-from ..log import CoordinatorLog
-from ..runtime import CoordinatorRuntime, PartitionContext
-from ..service import error_code, partition_for
-from . import errors as TE
+from ..runtime.clock import Clock
+from ..runtime.coordinator_log import CoordinatorLog
+from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext
+from ..runtime.error_codes import (
+    CONCURRENT_TRANSACTIONS,
+    COORDINATOR_NOT_AVAILABLE,
+    INVALID_REQUEST,
+    NONE,
+    NOT_COORDINATOR,
+    TRANSACTIONAL_ID_NOT_FOUND,
+    CoordinatorError,
+    error_code,
+)
+from ..runtime.partitioning import partition_for
 from .shard import MAX_EPOCH, TransactionShard, TxnConfig, TxnMetadata
 
 log = logging.getLogger("kafkette.transactions")
-NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE = 16, 15
 
 
 class TransactionCoordinator:
@@ -85,10 +92,10 @@ class TransactionCoordinator:
                                expected_epoch: int = -1) -> tuple[int, int, int]:
         """(error, producer id, epoch)."""
         if not tid:
-            return TE.INVALID_REQUEST, -1, -1
+            return INVALID_REQUEST, -1, -1
         await self._settled(tid)
         answer = await self._init_producer_id(tid, timeout_ms, expected_pid, expected_epoch)
-        if answer[0] == TE.CONCURRENT_TRANSACTIONS:
+        if answer[0] == CONCURRENT_TRANSACTIONS:
             # this init began the abort of a previous instance's transaction: a retry after
             # its completion bumps the epoch again and answers
             await self._settled(tid)
@@ -136,7 +143,7 @@ class TransactionCoordinator:
             md = await self.context_for(tid).read(lambda s: s.describe(tid))
         except CoordinatorError as exc:
             return exc.code, None
-        return (TE.NONE, md) if md is not None else (TE.TRANSACTIONAL_ID_NOT_FOUND, None)
+        return (NONE, md) if md is not None else (TRANSACTIONAL_ID_NOT_FOUND, None)
 
     async def list(self) -> list[TxnMetadata]:
         out: list[TxnMetadata] = []
@@ -161,7 +168,7 @@ class TransactionCoordinator:
         handleVerifyPartitionsInTransaction)."""
         ctx = self.runtime.contexts.get(self.partition_for(tid)) if tid else None
         if not tid:
-            code = TE.INVALID_REQUEST
+            code = INVALID_REQUEST
         elif ctx is None or ctx.shard is None:
             code = NOT_COORDINATOR
         else:
@@ -173,4 +180,4 @@ class TransactionCoordinator:
         if not self.started:
             return COORDINATOR_NOT_AVAILABLE
         ctx = self.runtime.contexts.get(self.partition_for(tid))
-        return TE.NONE if ctx is not None else NOT_COORDINATOR
+        return NONE if ctx is not None else NOT_COORDINATOR

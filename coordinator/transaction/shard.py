@@ -37,9 +37,18 @@ from kafkette.protocol.transaction_records import (
     encode_value,
 )
 
-from ..result import Result
-from ..runtime import ShardContext
-from . import errors as E
+from ..runtime.coordinator_runtime import ShardContext
+from ..runtime.error_codes import (
+    CONCURRENT_TRANSACTIONS,
+    INVALID_PRODUCER_EPOCH,
+    INVALID_PRODUCER_ID_MAPPING,
+    INVALID_TRANSACTION_TIMEOUT,
+    INVALID_TXN_STATE,
+    NONE,
+    PRODUCER_FENCED,
+    TRANSACTION_ABORTABLE,
+)
+from ..runtime.result import Result
 
 log = logging.getLogger("kafkette.transactions")
 MAX_EPOCH = 32767 - 1  # Short.MaxValue - 1: an epoch at it is exhausted
@@ -178,11 +187,11 @@ class TransactionShard:
         """Response: (error, producer id, epoch). ``new_pid``: allocated beforehand, used when
         the id is new or its epoch is exhausted."""
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
-            return Result((), (E.INVALID_TRANSACTION_TIMEOUT, -1, -1))
+            return Result((), (INVALID_TRANSACTION_TIMEOUT, -1, -1))
         md = self.transactions.get(tid)
         if new_pid < 0 and (md is None or md.producer_epoch >= MAX_EPOCH - 1):
             # changed since the service looked (expired, or bumped meanwhile): the client retries
-            return Result((), (E.CONCURRENT_TRANSACTIONS, -1, -1))
+            return Result((), (CONCURRENT_TRANSACTIONS, -1, -1))
         if md is None:
             md = TxnMetadata(tid, new_pid, -1, timeout_ms, EMPTY)
             return self._bump_to_empty(md, timeout_ms, new_pid)
@@ -191,21 +200,21 @@ class TransactionShard:
                  and expected_epoch in (md.producer_epoch, md.last_producer_epoch))
                 or (expected_pid == md.previous_producer_id
                     and expected_epoch == md.last_producer_epoch)):
-            return Result((), (E.PRODUCER_FENCED, -1, -1))
+            return Result((), (PRODUCER_FENCED, -1, -1))
         state = md.state
         if state in (PREPARE_COMMIT, PREPARE_ABORT):
-            return Result((), (E.CONCURRENT_TRANSACTIONS, -1, -1))
+            return Result((), (CONCURRENT_TRANSACTIONS, -1, -1))
         if state == ONGOING:
             # A previous instance left a transaction open: fence its epoch and abort it; the
             # client retries once the abort is complete (Kafka's prepareFenceProducerEpoch).
             return self._prepare_end(md, commit=False, bump=True,
-                                     response=(E.CONCURRENT_TRANSACTIONS, -1, -1))
+                                     response=(CONCURRENT_TRANSACTIONS, -1, -1))
         if state == DEAD:
-            return Result((), (E.CONCURRENT_TRANSACTIONS, -1, -1))
+            return Result((), (CONCURRENT_TRANSACTIONS, -1, -1))
         if (expected_pid == md.producer_id and expected_epoch == md.last_producer_epoch
                 and md.last_producer_epoch >= 0):
             # A retry of an init that already bumped: answer the current epoch again.
-            return Result((), (E.NONE, md.producer_id, md.producer_epoch))
+            return Result((), (NONE, md.producer_id, md.producer_epoch))
         return self._bump_to_empty(md, timeout_ms, new_pid)
 
     def _bump_to_empty(self, md: TxnMetadata, timeout_ms: int, new_pid: int) -> Result:
@@ -214,19 +223,19 @@ class TransactionShard:
                           tv=md.tv)
         if md.producer_epoch >= MAX_EPOCH or md.producer_epoch < -1:
             nxt.previous_producer_id, nxt.producer_id, nxt.producer_epoch = md.producer_id, new_pid, 0
-        return self._write(nxt, (E.NONE, nxt.producer_id, nxt.producer_epoch))
+        return self._write(nxt, (NONE, nxt.producer_id, nxt.producer_epoch))
 
     # AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------------
     def _check_producer(self, md: TxnMetadata | None, pid: int, epoch: int) -> int:
         if md is None or md.producer_id != pid:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return INVALID_PRODUCER_ID_MAPPING
         if md.producer_epoch != epoch:
-            return E.PRODUCER_FENCED
+            return PRODUCER_FENCED
         if md.state in (PREPARE_COMMIT, PREPARE_ABORT):
-            return E.CONCURRENT_TRANSACTIONS
+            return CONCURRENT_TRANSACTIONS
         if md.state == DEAD:
-            return E.INVALID_PRODUCER_ID_MAPPING
-        return E.NONE
+            return INVALID_PRODUCER_ID_MAPPING
+        return NONE
 
     def add_partitions(self, tid: str, pid: int, epoch: int,
                        partitions: dict[str, set[int]], tv: int = 1) -> Result:
@@ -234,19 +243,19 @@ class TransactionShard:
         (Produce v12+, TxnOffsetCommit v5+) in a transaction of transaction version 2."""
         md = self.transactions.get(tid)
         error = self._check_producer(md, pid, epoch)
-        if error != E.NONE:
+        if error != NONE:
             return Result((), error)
         assert md is not None
         if md.state == ONGOING and all(parts <= md.partitions.get(t, set())
                                        for t, parts in partitions.items()):
-            return Result((), E.NONE)
+            return Result((), NONE)
         merged = {t: set(p) for t, p in md.partitions.items()} if md.state == ONGOING else {}
         for topic, parts in partitions.items():
             merged.setdefault(topic, set()).update(parts)
         nxt = TxnMetadata(tid, pid, epoch, md.timeout_ms, ONGOING, merged,
                           md.start_ms if md.state == ONGOING else self.context.now_ms(),
                           previous_producer_id=md.previous_producer_id, tv=tv)
-        result = self._write(nxt, E.NONE)
+        result = self._write(nxt, NONE)
         if md.state != ONGOING:
             self._schedule_timeout(nxt)
         return result
@@ -259,7 +268,7 @@ class TransactionShard:
         allocated beforehand for an exhausted epoch."""
         md = self.transactions.get(tid)
         if md is None:
-            return Result((), (E.INVALID_PRODUCER_ID_MAPPING, -1, -1))
+            return Result((), (INVALID_PRODUCER_ID_MAPPING, -1, -1))
         state = md.state
         if md.tv >= 2:
             # Kafka's endTransaction for transaction version 2: the same epoch is the next
@@ -274,29 +283,29 @@ class TransactionShard:
             else:
                 valid = epoch == md.producer_epoch
             if md.producer_id != pid and not overflowed:
-                return Result((), (E.INVALID_PRODUCER_ID_MAPPING, -1, -1))
+                return Result((), (INVALID_PRODUCER_ID_MAPPING, -1, -1))
         else:
             if md.producer_id != pid:
-                return Result((), (E.INVALID_PRODUCER_ID_MAPPING, -1, -1))
+                return Result((), (INVALID_PRODUCER_ID_MAPPING, -1, -1))
             valid = md.producer_epoch == epoch
         if not valid:
-            return Result((), (E.PRODUCER_FENCED, -1, -1))
+            return Result((), (PRODUCER_FENCED, -1, -1))
         if state == ONGOING:
             if tv >= 2 and md.producer_epoch >= MAX_EPOCH and new_pid < 0:
-                return Result((), (E.CONCURRENT_TRANSACTIONS, -1, -1))  # allocate first
+                return Result((), (CONCURRENT_TRANSACTIONS, -1, -1))  # allocate first
             return self._prepare_end(md, commit, bump=False, response=None, tv=tv,
                                      new_pid=new_pid)
-        error = E.INVALID_TXN_STATE
+        error = INVALID_TXN_STATE
         if state == COMPLETE_COMMIT:
-            error = E.NONE if commit else E.INVALID_TXN_STATE
+            error = NONE if commit else INVALID_TXN_STATE
         elif state == COMPLETE_ABORT:
-            error = E.NONE if not commit else E.INVALID_TXN_STATE
+            error = NONE if not commit else INVALID_TXN_STATE
         elif state == PREPARE_COMMIT:
-            error = E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
+            error = CONCURRENT_TRANSACTIONS if commit else INVALID_TXN_STATE
         elif state == PREPARE_ABORT:
-            error = E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
-        if error == E.NONE:
-            return Result((), (E.NONE, md.producer_id, md.producer_epoch))
+            error = CONCURRENT_TRANSACTIONS if not commit else INVALID_TXN_STATE
+        if error == NONE:
+            return Result((), (NONE, md.producer_id, md.producer_epoch))
         return Result((), (error, -1, -1))
 
     def _prepare_end(self, md: TxnMetadata, commit: bool, bump: bool, response: Any,
@@ -316,8 +325,8 @@ class TransactionShard:
                           previous_producer_id=md.previous_producer_id,
                           next_producer_id=new_pid if tv >= 2 else -1, tv=tv)
         if response is None:
-            response = (E.NONE, md.producer_id, epoch) if new_pid < 0 or tv < 2 else \
-                (E.NONE, new_pid, 0)
+            response = (NONE, md.producer_id, epoch) if new_pid < 0 or tv < 2 else \
+                (NONE, new_pid, 0)
         self.context.cancel(("txn-timeout", md.transactional_id))
         tid = md.transactional_id
         return self._write(nxt, response, on_durable=lambda: self._send_markers(tid))
@@ -397,7 +406,7 @@ class TransactionShard:
             return Result((), None)
         log.info("aborting transaction of transactional id %r (producer %d epoch %d): open for "
                  "more than %d ms", tid, pid, epoch, md.timeout_ms)
-        return self._prepare_end(md, commit=False, bump=True, response=(E.NONE, -1, -1))
+        return self._prepare_end(md, commit=False, bump=True, response=(NONE, -1, -1))
 
     # transactional.id.expiration.ms --------------------------------------------------------
     def _schedule_expiration(self) -> None:
@@ -424,25 +433,25 @@ class TransactionShard:
         transaction of this producer id and epoch."""
         md = self.transactions.get(tid)
         if md is None or md.producer_id != pid:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return INVALID_PRODUCER_ID_MAPPING
         if md.producer_epoch != epoch:
-            return E.INVALID_PRODUCER_EPOCH
+            return INVALID_PRODUCER_EPOCH
         if md.state != ONGOING or partition not in md.partitions.get(topic, ()):
-            return E.INVALID_TXN_STATE
-        return E.NONE
+            return INVALID_TXN_STATE
+        return NONE
 
     def verify_partitions(self, tid: str, pid: int, epoch: int,
                           partitions: dict[str, set[int]]) -> dict[tuple[str, int], int]:
         md = self.transactions.get(tid)
-        code = E.NONE
+        code = NONE
         if md is None or md.producer_id != pid:
-            code = E.INVALID_PRODUCER_ID_MAPPING
+            code = INVALID_PRODUCER_ID_MAPPING
         elif md.producer_epoch != epoch:
-            code = E.PRODUCER_FENCED
+            code = PRODUCER_FENCED
         elif md.state in (PREPARE_COMMIT, PREPARE_ABORT):
-            code = E.CONCURRENT_TRANSACTIONS
-        return {(t, p): code if code != E.NONE else
-                E.NONE if p in md.partitions.get(t, ()) else E.TRANSACTION_ABORTABLE  # type: ignore[union-attr]
+            code = CONCURRENT_TRANSACTIONS
+        return {(t, p): code if code != NONE else
+                NONE if p in md.partitions.get(t, ()) else TRANSACTION_ABORTABLE  # type: ignore[union-attr]
                 for t, ps in partitions.items() for p in ps}
 
     def describe(self, tid: str) -> TxnMetadata | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kafkette.broker.admin_cli import AdminClient
+from kafkette.broker.cli.admin_client import AdminClient
 from tests.groups.helpers import wait_until_sync
 
 TOPIC, PARTITIONS, BATCH = "events", 4, 40

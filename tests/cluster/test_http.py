@@ -89,7 +89,7 @@ def test_serve_nodes_prints_one_line_a_node(tmp_path):
 
 
 def test_the_console_json_sees_every_nodes_groups(admin_cluster):
-    from kafkette.broker.admin_cli import AdminClient
+    from kafkette.broker.cli.admin_client import AdminClient
 
     from .test_wire import address
 

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import NewPartitions, NewTopic
 from kio.schema.errors import ErrorCode
 
-from kafkette.broker.cluster_control import ClusterError
+from kafkette.broker.cluster.node_control import ClusterError
 from tests.cluster.test_wire import metadata
 
 TOPIC = "replicated"

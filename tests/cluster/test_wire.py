@@ -96,7 +96,7 @@ def test_stopping_a_node_moves_its_leaders_and_coordinators_and_starting_moves_t
 
 
 def test_move_coordinator_on_demand_keeps_commits(kafka_cluster):
-    from kafkette.broker.admin_cli import AdminClient
+    from kafkette.broker.cli.admin_client import AdminClient
 
     kafka_cluster.runner.run(kafka_cluster.runner.broker.logs.create_topic("t", 1))
     group = "ledger"
@@ -146,7 +146,7 @@ def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafk
     """While its ``__consumer_offsets`` partition is unloaded and replayed for the new node, a
     group's requests to that node are refused as Kafka refuses them, then served."""
 
-    from kafkette.coordinator.service import SERVING_NODE
+    from kafkette.coordinator.runtime.serving import SERVING_NODE
 
     group = "moving"
     home = kafka_cluster.coordinator_of(group)
@@ -155,7 +155,7 @@ def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafk
 
     def state() -> int:
         """The error a group op gets now on the serving node (0: served)."""
-        from kafkette.coordinator.errors import CoordinatorError
+        from kafkette.coordinator.runtime.error_codes import CoordinatorError
 
         try:
             broker.coordinator.shard_for(group)
@@ -163,7 +163,7 @@ def test_a_moving_coordinator_answers_not_coordinator_then_load_in_progress(kafk
             return exc.code
         return 0
 
-    from kafkette.coordinator.shard import GroupCoordinatorShard
+    from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
 
     during_replay: list[int] = []
     real_init = GroupCoordinatorShard.__init__

@@ -98,7 +98,7 @@ def test_every_service_statically() -> None:
     assert config["log.dirs"] == "/var/lib/kafkette"
     assert any(v.endswith(":/var/lib/kafkette") for v in broker["volumes"])
     health = broker["healthcheck"]["test"]
-    assert health[:4] == ["CMD", "python", "-m", "kafkette.broker.healthcheck"]
+    assert health[:4] == ["CMD", "python", "-m", "kafkette.broker.cli.healthcheck"]
     for name in ("producer", "consumer"):
         service = spec[name]
         assert service["environment"]["BOOTSTRAP"] == "kafkette:9092"
@@ -127,8 +127,8 @@ def test_dockerfile_copies_what_the_package_needs(tmp_path) -> None:
                            "build_py", "-d", str(built)], cwd=tmp_path / "context",
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    for module in ("broker/cli.py", "broker/healthcheck.py", "storage/topics.py",
-                   "coordinator/service.py", "protocol/codec.py"):
+    for module in ("broker/cli/main.py", "broker/cli/healthcheck.py", "storage/topics.py",
+                   "coordinator/group/group_service.py", "protocol/codec.py"):
         assert (built / "kafkette" / module).is_file(), module
 
 

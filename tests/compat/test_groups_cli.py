@@ -9,8 +9,9 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from kafkette.broker.admin_cli import AdminClient, decode_assignment
-from kafkette.broker.cli import main
+from kafkette.broker.cli.admin_client import AdminClient
+from kafkette.broker.cli.main import main
+from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
 from tests.compat.kafka_python import join, produce
 from tests.tools import ROOT
 
@@ -308,9 +309,9 @@ def test_console_script_entry_point(broker, member) -> None:
     assert "CURRENT-OFFSET" in proc.stdout and TOPIC in proc.stdout
 
 
-def test_decode_assignment() -> None:
+def test_assignment_partitions_or_empty() -> None:
     data = (b"\x00\x01" + b"\x00\x00\x00\x02"
             + b"\x00\x01a" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x03"
             + b"\x00\x01b" + b"\x00\x00\x00\x00" + b"\xff\xff\xff\xff")
-    assert decode_assignment(data) == [("a", 0), ("a", 3)]
-    assert decode_assignment(b"") == [] and decode_assignment(b"\x00\x01\x00\x00\x00\x05") == []
+    assert assignment_partitions_or_empty(data) == [("a", 0), ("a", 3)]
+    assert assignment_partitions_or_empty(b"") == [] and assignment_partitions_or_empty(b"\x00\x01\x00\x00\x00\x05") == []

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from kafkette.broker.admin_cli import AdminClient
+from kafkette.broker.cli.admin_client import AdminClient
 from tests.compat.clients import CLIENT_NAMES, Client, Member
 
 PARTITIONS = 3

@@ -123,7 +123,7 @@ def test_every_readme_serve_command_starts_and_stops_cleanly(tmp_path):
 
 
 def test_every_readme_groups_command_runs(kafka_broker_factory):
-    from kafkette.broker.admin_cli import AdminClient
+    from kafkette.broker.cli.admin_client import AdminClient
     from tests.compat.kafka_python import produce
 
     broker = kafka_broker_factory()

@@ -8,12 +8,12 @@ import uuid
 
 import pytest
 
-from kafkette.coordinator.assignor import (
+from kafkette.coordinator.group.assignor import (
     RangeAssignor,
     UniformAssignor,
     assignors_from_config,
 )
-from kafkette.coordinator.assignor.spec import (
+from kafkette.coordinator.group.assignor.spec import (
     GroupSpec,
     MemberSubscription,
     PartitionAssignorError,

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import struct
 
-from kafkette.coordinator.consumer.classic import (
+from kafkette.coordinator.group.consumer.classic_members import (
     ClassicJoin,
     classic_heartbeat,
     classic_join,
     classic_leave,
     classic_sync,
 )
-from kafkette.coordinator.consumer.member import MemberState
-from kafkette.coordinator.errors import (
+from kafkette.coordinator.group.consumer.member import MemberState
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
     INCONSISTENT_GROUP_PROTOCOL,

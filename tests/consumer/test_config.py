@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkette.coordinator.consumer.config import DEFAULTS, ConsumerGroupConfig
+from kafkette.coordinator.group.consumer.consumer_group_config import DEFAULTS, ConsumerGroupConfig
 
 
 def config(**overrides):

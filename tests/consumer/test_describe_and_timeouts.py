@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from kafkette.coordinator.assignor.spec import make_assignment
-from kafkette.coordinator.consumer.describe import (
+from kafkette.coordinator.group.assignor.spec import make_assignment
+from kafkette.coordinator.group.consumer.consumer_group_state import ConsumerGroupState
+from kafkette.coordinator.group.consumer.describe import (
     MEMBER_TYPE_CONSUMER,
     DescribedTopicPartitions,
     describe_group,
 )
-from kafkette.coordinator.consumer.group import ConsumerGroupState
-from kafkette.coordinator.consumer.heartbeat import (
+from kafkette.coordinator.group.consumer.heartbeat import (
     rebalance_timeout_expired,
     session_timeout_expired,
 )

@@ -7,19 +7,19 @@ import uuid
 
 import pytest
 
-from kafkette.coordinator.assignor import UniformAssignor
-from kafkette.coordinator.assignor.spec import SubscriptionType, make_assignment
-from kafkette.coordinator.consumer import records
-from kafkette.coordinator.consumer.group import (
+from kafkette.coordinator.group.assignor import UniformAssignor
+from kafkette.coordinator.group.assignor.spec import SubscriptionType, make_assignment
+from kafkette.coordinator.group.consumer import consumer_record_builders as records
+from kafkette.coordinator.group.consumer.consumer_group_state import (
     ConsumerGroup,
     ConsumerGroupState,
     GroupStateError,
     check_member_epoch,
 )
-from kafkette.coordinator.consumer.member import ConsumerGroupMember, MemberState
-from kafkette.coordinator.consumer.reconcile import reconcile
-from kafkette.coordinator.consumer.target import build_target_assignment
-from kafkette.coordinator.errors import (
+from kafkette.coordinator.group.consumer.member import ConsumerGroupMember, MemberState
+from kafkette.coordinator.group.consumer.reconcile import reconcile
+from kafkette.coordinator.group.consumer.target import build_target_assignment
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_MEMBER_EPOCH,
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,

@@ -10,22 +10,22 @@ from dataclasses import replace
 
 import pytest
 
-from kafkette.coordinator.assignor import RangeAssignor, UniformAssignor
-from kafkette.coordinator.assignor.spec import make_assignment
-from kafkette.coordinator.consumer.group import (
+from kafkette.coordinator.group.assignor import RangeAssignor, UniformAssignor
+from kafkette.coordinator.group.assignor.spec import make_assignment
+from kafkette.coordinator.group.consumer.consumer_group_state import (
     ConsumerGroup,
     ConsumerGroupState,
     replay_record,
 )
-from kafkette.coordinator.consumer.heartbeat import (
+from kafkette.coordinator.group.consumer.heartbeat import (
     HeartbeatRequest,
     HeartbeatSettings,
     fence_member,
     heartbeat,
     refresh_regexes,
 )
-from kafkette.coordinator.consumer.member import MemberState
-from kafkette.coordinator.errors import (
+from kafkette.coordinator.group.consumer.member import MemberState
+from kafkette.coordinator.runtime.error_codes import (
     FENCED_INSTANCE_ID,
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,

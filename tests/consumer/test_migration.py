@@ -6,10 +6,10 @@ import struct
 
 import pytest
 
-from kafkette.coordinator.assignor.spec import make_assignment
-from kafkette.coordinator.consumer.group import ConsumerGroupState
-from kafkette.coordinator.consumer.member import ConsumerGroupMember
-from kafkette.coordinator.consumer.migration import (
+from kafkette.coordinator.group.assignor.spec import make_assignment
+from kafkette.coordinator.group.consumer.consumer_group_state import ConsumerGroupState
+from kafkette.coordinator.group.consumer.member import ConsumerGroupMember
+from kafkette.coordinator.group.consumer.migration import (
     ClassicMemberView,
     ConsumerProtocolError,
     classic_assignment_bytes,
@@ -22,7 +22,7 @@ from kafkette.coordinator.consumer.migration import (
     upgrade_refusal,
     write_assignment,
 )
-from kafkette.coordinator.errors import GROUP_ID_NOT_FOUND, CoordinatorError
+from kafkette.coordinator.runtime.error_codes import GROUP_ID_NOT_FOUND, CoordinatorError
 from kafkette.protocol.consumer_group_records import ClassicMemberMetadata, ClassicProtocol
 from kafkette.protocol.group_records import GroupMetadataKey, GroupMetadataValue
 

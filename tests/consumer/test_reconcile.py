@@ -6,9 +6,13 @@ import uuid
 
 import pytest
 
-from kafkette.coordinator.consumer.member import ConsumerGroupMember, MemberState, make_assignment
-from kafkette.coordinator.consumer.reconcile import reconcile
-from kafkette.coordinator.errors import FENCED_MEMBER_EPOCH, CoordinatorError
+from kafkette.coordinator.group.consumer.member import (
+    ConsumerGroupMember,
+    MemberState,
+    make_assignment,
+)
+from kafkette.coordinator.group.consumer.reconcile import reconcile
+from kafkette.coordinator.runtime.error_codes import FENCED_MEMBER_EPOCH, CoordinatorError
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkette.coordinator.consumer import regex
-from kafkette.coordinator.errors import INVALID_REGULAR_EXPRESSION, CoordinatorError
+from kafkette.coordinator.group.consumer import regex
+from kafkette.coordinator.runtime.error_codes import INVALID_REGULAR_EXPRESSION, CoordinatorError
 
 TOPICS = ["orders", "orders-eu", "orders.dlq", "payments", "__consumer_offsets", "xorders"]
 

@@ -7,16 +7,16 @@ import uuid
 
 import pytest
 
-from kafkette.coordinator.assignor import UniformAssignor
-from kafkette.coordinator.assignor.spec import (
+from kafkette.coordinator.group.assignor import UniformAssignor
+from kafkette.coordinator.group.assignor.spec import (
     GroupSpec,
     PartitionAssignorError,
     SubscriptionType,
     make_assignment,
 )
-from kafkette.coordinator.consumer import records
-from kafkette.coordinator.consumer.member import ConsumerGroupMember
-from kafkette.coordinator.consumer.target import build_target_assignment, subscription_type
+from kafkette.coordinator.group.consumer import consumer_record_builders as records
+from kafkette.coordinator.group.consumer.member import ConsumerGroupMember
+from kafkette.coordinator.group.consumer.target import build_target_assignment, subscription_type
 from kafkette.protocol.consumer_group_records import TopicMetadata
 
 FOO, BAR, ZAR = uuid.UUID(int=0xF00), uuid.UUID(int=0xBA2), uuid.UUID(int=0x2A2)

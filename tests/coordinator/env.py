@@ -7,9 +7,9 @@ import tempfile
 import time
 from typing import Any
 
-from kafkette.broker.offsets_log import OFFSETS_TOPIC
+from kafkette.broker.services.offsets_log import OFFSETS_TOPIC
 from kafkette.broker.testing import ThreadedBroker, test_config
-from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.runtime.clock import ManualClock
 from kafkette.protocol.build import make
 from kafkette.protocol.codec import request_type
 from kafkette.protocol.group_records import decode_key, decode_value

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.log import MemoryLog, RawRecord
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.runtime import PartitionContext
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.requests import OffsetCommitRequest
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.coordinator_log import MemoryLog, RawRecord
+from kafkette.coordinator.runtime.coordinator_runtime import PartitionContext
 from kafkette.protocol.group_records import encode_key, encode_value
 
 
@@ -62,7 +62,7 @@ async def reloaded(ctx: PartitionContext) -> None:
 
 def memory_service(records: list[RawRecord] | tuple = (), **config: Any):
     """A one-partition GroupCoordinator service over an in-memory log: (service, log, clock)."""
-    from kafkette.coordinator.service import GroupCoordinator
+    from kafkette.coordinator.group.group_service import GroupCoordinator
 
     log, clock = MemoryLog(), ManualClock()
     log.records = list(records)

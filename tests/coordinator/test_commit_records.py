@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.offset_store import built_entry, decode_rest
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.offsets.offset_store import built_entry, decode_rest
+from kafkette.coordinator.group.requests import OffsetCommitRequest
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.error_codes import NONE, OFFSET_METADATA_TOO_LARGE
 from kafkette.protocol.group_records import (
     OffsetCommitValue,
     encode_offset_key,
@@ -67,7 +67,7 @@ def test_a_commit_stores_what_replaying_its_records_stores(case: str) -> None:
             request = OffsetCommitRequest("g", -1, "", None, retention)
             result = live.commit_offsets((request, partitions))
             assert not result.replay  # stored by the commit itself
-            assert result.response == [E.NONE] * len(partitions)
+            assert result.response == [NONE] * len(partitions)
             now = c1.clock.now_ms()
             expire = None if retention == -1 else now + retention
             assert list(result.records) == [
@@ -98,7 +98,7 @@ def test_metadata_limit_counts_utf16_units(metadata: str, too_large: bool) -> No
         result = shard.commit_offsets((OffsetCommitRequest("g", -1, "", None),
                                        [CommitPartition("t", 0, 1, -1, metadata),
                                         CommitPartition("t", 1, 1, -1, None)]))
-        assert result.response == [E.OFFSET_METADATA_TOO_LARGE if too_large else E.NONE, E.NONE]
+        assert result.response == [OFFSET_METADATA_TOO_LARGE if too_large else NONE, NONE]
         assert len(result.records) == (1 if too_large else 2)
         stored = shard.fetch_offsets("g", [("t", [0, 1])])[0][1]
         assert [offset for _p, offset, *_rest in stored] == [-1 if too_large else 1, 1]
@@ -112,6 +112,6 @@ def test_empty_metadata_is_too_large_under_a_negative_limit() -> None:
         result: Any = shard.commit_offsets((OffsetCommitRequest("g", -1, "", None),
                                             [CommitPartition("t", 0, 1, -1, ""),
                                              CommitPartition("t", 1, 1, -1, None)]))
-        assert result.response == [E.OFFSET_METADATA_TOO_LARGE, E.NONE]
+        assert result.response == [OFFSET_METADATA_TOO_LARGE, NONE]
     finally:
         ctx.close()

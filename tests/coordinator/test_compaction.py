@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kafkette.broker.offsets_log import OFFSETS_TOPIC
+from kafkette.broker.services.offsets_log import OFFSETS_TOPIC
 
 from .env import DELETE, DESCRIBE, Env
 from .test_join_sync import form

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from kafkette.coordinator.group import ClassicGroup, GroupState, Member
+from kafkette.coordinator.group.classic.classic_group import ClassicGroup, GroupState, Member
 from kafkette.protocol.consumer_protocol import (
     ConsumerProtocolError,
     assignment_partitions,

@@ -1,10 +1,10 @@
-"""The coordinator's own group events (coordinator/events.py): what a shard emits, when, and
+"""The coordinator's own group events (coordinator/group/events.py): what a shard emits, when, and
 how rebalances are timed — on the wire, with the broker on a ManualClock."""
 
 from __future__ import annotations
 
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.events import GroupEventLog
+from kafkette.coordinator.group.events import GroupEventLog
+from kafkette.coordinator.runtime.clock import ManualClock
 
 from .env import Env
 from .test_join_sync import form

@@ -1,6 +1,6 @@
-"""The compact offset store (coordinator/offset_store.py) and bulk batch replay
-(coordinator/offset_replay.py): whatever layout a batch has, replaying it as RawBatches gives
-exactly the state record-by-record replay gives."""
+"""The compact offset store (coordinator/group/offsets/offset_store.py) and bulk batch replay
+(coordinator/group/offsets/offset_replay.py): whatever layout a batch has, replaying it as
+RawBatches gives exactly the state record-by-record replay gives."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.log import TxnMarker, TxnRecordKey
-from kafkette.coordinator.offset_replay import RawBatches
-from kafkette.coordinator.offset_store import TopicOffsets
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_replay import RawBatches
+from kafkette.coordinator.group.offsets.offset_store import TopicOffsets
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.coordinator_log import TxnMarker, TxnRecordKey
 from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.group_records import (
     OffsetCommitValue,
@@ -296,7 +296,7 @@ def test_undecodable_key_in_a_bulk_shaped_batch_goes_record_by_record(caplog: An
 
 
 def test_small_batch_parser_matches_key_values() -> None:
-    from kafkette.coordinator.offset_replay import _plain_records
+    from kafkette.coordinator.group.offsets.offset_replay import _plain_records
     from kafkette.protocol.records import Record, key_values
 
     key = encode_offset_key("g" * 100, "t" * 100, 3)  # two-byte length varints

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkette.coordinator.runtime import State
+from kafkette.coordinator.runtime.coordinator_runtime import State
 from kafkette.protocol.group_records import OffsetCommitKey, OffsetCommitValue
 
 from .env import DELETE, DESCRIBE, JOIN, LIST, OFFSET_DELETE, Env, subscription

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafkette.broker.offsets_log import OFFSETS_TOPIC
+from kafkette.broker.services.offsets_log import OFFSETS_TOPIC
 from kafkette.broker.testing import ThreadedBroker
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.service import java_string_hashcode, partition_for
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.partitioning import java_string_hashcode, partition_for
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,

@@ -7,11 +7,18 @@ import asyncio
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.errors import CoordinatorError
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.runtime import State
-from kafkette.coordinator.service import error_code
+from kafkette.coordinator.group.requests import OffsetCommitRequest
+from kafkette.coordinator.runtime.coordinator_runtime import State
+from kafkette.coordinator.runtime.error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    NONE,
+    NOT_COORDINATOR,
+    UNKNOWN_MEMBER_ID,
+    UNKNOWN_SERVER_ERROR,
+    CoordinatorError,
+    error_code,
+)
 from kafkette.storage.log import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded
@@ -37,11 +44,11 @@ async def test_failed_append_fails_its_batch_and_later_ones_then_reloads():
     for fut in (held, behind, waiting):
         with pytest.raises(KafkaStorageError):
             await fut
-    assert error_code(KafkaStorageError()) == E.NOT_COORDINATOR
+    assert error_code(KafkaStorageError()) == NOT_COORDINATOR
     assert ctx.state in (State.FAILED, State.LOADING)
     with pytest.raises(CoordinatorError) as refused:
         commit(ctx, "g", ("t", 0, 4))
-    assert refused.value.code == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert refused.value.code == COORDINATOR_LOAD_IN_PROGRESS
     await reloaded(ctx)
     log.fail_with, log.gate = None, None
     assert await committed(ctx, "g") == [("t", [(0, 1, -1, "", 0)])]
@@ -84,7 +91,7 @@ async def test_write_times_out_after_commit_timeout_and_lands_later():
     service, log, clock = memory_service(commit_timeout_ms=5000)
     await service.start()
     log.gate = asyncio.Event()
-    from kafkette.coordinator.offset_manager import CommitPartition
+    from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 
     def commit_once(offset: int):
         return service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
@@ -98,11 +105,11 @@ async def test_write_times_out_after_commit_timeout_and_lands_later():
     clock.advance(1)
     # Kafka: the runtime fails the op with TimeoutException (REQUEST_TIMED_OUT), which the
     # service maps to COORDINATOR_NOT_AVAILABLE (CoordinatorOperationExceptionHelper).
-    assert await asyncio.wait_for(slow, 1) == [E.COORDINATOR_NOT_AVAILABLE]
-    assert await asyncio.wait_for(stuck, 1) == [E.COORDINATOR_NOT_AVAILABLE]
+    assert await asyncio.wait_for(slow, 1) == [COORDINATOR_NOT_AVAILABLE]
+    assert await asyncio.wait_for(stuck, 1) == [COORDINATOR_NOT_AVAILABLE]
     log.gate.set()
     await service.runtime.contexts[0].idle()
-    assert await service.fetch_offsets("g", None) == (E.NONE, [("t", [(0, 2, -1, "", 0)])])
+    assert await service.fetch_offsets("g", None) == (NONE, [("t", [(0, 2, -1, "", 0)])])
     assert service.runtime.contexts[0].state is State.ACTIVE
 
 
@@ -137,7 +144,7 @@ async def test_an_op_that_raises_fails_cleanly_and_reloads_the_shard():
         raise RuntimeError("bug")
     with pytest.raises(CoordinatorError) as failed:
         ctx.write(broken)
-    assert failed.value.code == E.UNKNOWN_SERVER_ERROR
+    assert failed.value.code == UNKNOWN_SERVER_ERROR
     await reloaded(ctx)
     assert "half" not in ctx.shard.groups
     assert await committed(ctx, "g") == [("t", [(0, 1, -1, "", 0)])]
@@ -157,20 +164,20 @@ async def test_a_reload_that_fails_leaves_the_partition_loading_not_broken():
         await w
     with pytest.raises(CoordinatorError) as refused:
         await asyncio.wait_for(read, 5)
-    assert refused.value.code == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert refused.value.code == COORDINATOR_LOAD_IN_PROGRESS
     assert ctx.state is State.FAILED
 
 
 async def test_a_coordinator_that_has_not_started_answers_coordinator_not_available():
-    from kafkette.coordinator.offset_manager import CommitPartition
-    from kafkette.coordinator.requests import JoinRequest
-    from kafkette.coordinator.service import unavailable_coordinator
+    from kafkette.coordinator.group.group_service import unavailable_coordinator
+    from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+    from kafkette.coordinator.group.requests import JoinRequest
 
     for service in (unavailable_coordinator(), memory_service()[0]):
         join = service.join_group(JoinRequest("g", "", None, 10_000, 10_000, "consumer", (),
                                               "c", "/h", 4))
-        assert join.error == E.COORDINATOR_NOT_AVAILABLE
-        assert service.heartbeat("g", "m", None, 1) == E.COORDINATOR_NOT_AVAILABLE
+        assert join.error == COORDINATOR_NOT_AVAILABLE
+        assert service.heartbeat("g", "m", None, 1) == COORDINATOR_NOT_AVAILABLE
         assert service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
                                       [CommitPartition("t", 0, 1, -1, None)]) == [15]
         assert await service.fetch_offsets("g", [("t", [0])]) == (15, [("t", [(0, -1, -1, "", 15)])])
@@ -183,23 +190,23 @@ async def test_service_heartbeat_answers_now_only_when_nothing_is_pending():
     write it waits for it, and an op that fails with a bug reloads the shard as ``write`` does."""
     service, log, _clock = memory_service()
     await service.start()
-    assert service.heartbeat("g", "m", None, 1) == E.UNKNOWN_MEMBER_ID  # answered now
+    assert service.heartbeat("g", "m", None, 1) == UNKNOWN_MEMBER_ID  # answered now
     log.gate = asyncio.Event()
-    from kafkette.coordinator.offset_manager import CommitPartition
+    from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 
     service.commit_offsets(OffsetCommitRequest("g", -1, "", None),
                            [CommitPartition("t", 0, 1, -1, None)])
     waiting = service.heartbeat("g", "m", None, 1)
     assert isinstance(waiting, asyncio.Future)  # behind the pending commit
     log.gate.set()
-    assert await asyncio.wait_for(waiting, 1) == E.UNKNOWN_MEMBER_ID
+    assert await asyncio.wait_for(waiting, 1) == UNKNOWN_MEMBER_ID
     ctx = service.runtime.contexts[0]
     await ctx.idle()
 
     def broken(*_args):
         raise RuntimeError("bug")
     ctx.shard.group_manager.heartbeat = broken
-    assert service.heartbeat("g", "m", None, 1) == E.UNKNOWN_SERVER_ERROR
+    assert service.heartbeat("g", "m", None, 1) == UNKNOWN_SERVER_ERROR
     assert ctx.state is not State.ACTIVE  # dropped and reloaded from the log
     await reloaded(ctx)
-    assert service.heartbeat("g", "m", None, 1) == E.UNKNOWN_MEMBER_ID
+    assert service.heartbeat("g", "m", None, 1) == UNKNOWN_MEMBER_ID

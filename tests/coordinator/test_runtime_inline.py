@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.log import MemoryLog, RawRecord
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.runtime import DurableFuture, State
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.requests import OffsetCommitRequest
+from kafkette.coordinator.runtime.coordinator_log import MemoryLog, RawRecord
+from kafkette.coordinator.runtime.coordinator_runtime import DurableFuture, State
+from kafkette.coordinator.runtime.error_codes import NOT_COORDINATOR, UNKNOWN_TOPIC_OR_PARTITION
 from kafkette.storage.log import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded
@@ -106,12 +106,12 @@ async def test_commit_build_maps_the_codes_now_and_through_the_runtime_future():
 
     # Nothing accepted: built at once.
     assert service.commit_offsets(OffsetCommitRequest("g", -1, "", None), _parts(5), build) == \
-        ("response", E.UNKNOWN_TOPIC_OR_PARTITION)
+        ("response", UNKNOWN_TOPIC_OR_PARTITION)
     # Partly accepted: the runtime's future gives the built response, request order kept.
     fut = service.commit_offsets(OffsetCommitRequest("g", -1, "", None), _parts(1, 7, 0), build)
     assert isinstance(fut, asyncio.Future)
-    assert built[-1] == (0, E.UNKNOWN_TOPIC_OR_PARTITION, 0)  # built when the op ran
-    assert await asyncio.wait_for(fut, 1) == ("response", 0, E.UNKNOWN_TOPIC_OR_PARTITION, 0)
+    assert built[-1] == (0, UNKNOWN_TOPIC_OR_PARTITION, 0)  # built when the op ran
+    assert await asyncio.wait_for(fut, 1) == ("response", 0, UNKNOWN_TOPIC_OR_PARTITION, 0)
     # Without build: the codes, as before.
     plain = service.commit_offsets(OffsetCommitRequest("g", -1, "", None), _parts(0))
     assert await asyncio.wait_for(plain, 1) == [0]
@@ -126,4 +126,4 @@ async def test_commit_build_maps_a_failed_append_to_the_error_response():
     await asyncio.sleep(0)
     log.fail_with = KafkaStorageError("disk gone")
     log.gate.set()
-    assert await asyncio.wait_for(fut, 1) == ("response", E.NOT_COORDINATOR, E.NOT_COORDINATOR)
+    assert await asyncio.wait_for(fut, 1) == ("response", NOT_COORDINATOR, NOT_COORDINATOR)

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from kafkette.coordinator import errors as E
+from kafkette.coordinator.runtime.error_codes import COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 from kafkette.storage.log import KafkaStorageError
 
 from .env import COMMIT, FETCH, Env, entity
@@ -98,8 +98,8 @@ def test_commit_stuck_behind_a_slow_write_times_out_like_kafka(make_env):
     e.advance(1)
     # Kafka's runtime fails the write with a TimeoutException (REQUEST_TIMED_OUT) and
     # GroupCoordinatorService answers it as COORDINATOR_NOT_AVAILABLE.
-    assert _codes(a.result()) == [E.COORDINATOR_NOT_AVAILABLE]
-    assert _codes(b.result()) == [E.COORDINATOR_NOT_AVAILABLE]
+    assert _codes(a.result()) == [COORDINATOR_NOT_AVAILABLE]
+    assert _codes(b.result()) == [COORDINATOR_NOT_AVAILABLE]
     _release(e, held)  # the writes land after all (Kafka does not take them back)
     assert a.fetch(gid, [("t", 0)]) == {("t", 0): (3, -1, "", 0)}
 
@@ -116,7 +116,7 @@ def test_offset_fetch_during_a_failing_write_never_returns_the_lost_offset(make_
     _send_fetch(b, gid)  # committed read: waits behind the pending write
     b.wait_parked()
     _release(e, held, KafkaStorageError("disk failed"))
-    assert _codes(a.result()) == [E.NOT_COORDINATOR]
+    assert _codes(a.result()) == [NOT_COORDINATOR]
     fetched = b.result()
     assert fetched.groups[0].error_code == 0
     assert [(p.committed_offset, p.error_code) for p in fetched.groups[0].topics[0].partitions] \

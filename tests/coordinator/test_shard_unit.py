@@ -11,13 +11,20 @@ from typing import Any
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import JoinRequest, OffsetCommitRequest, SyncRequest
-from kafkette.coordinator.result import Result
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.requests import JoinRequest, OffsetCommitRequest, SyncRequest
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.error_codes import (
+    GROUP_ID_NOT_FOUND,
+    ILLEGAL_GENERATION,
+    NON_EMPTY_GROUP,
+    NONE,
+    OFFSET_METADATA_TOO_LARGE,
+    UNKNOWN_MEMBER_ID,
+)
+from kafkette.coordinator.runtime.result import Result
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -131,7 +138,7 @@ def test_join_of_a_new_group_writes_an_empty_group_then_parks(shard):
     assert not result.response.done()
     _ctx(shard).clock.advance(1)
     answer = result.response.result()
-    assert (answer.error, answer.generation, answer.leader) == (E.NONE, 1, answer.member_id)
+    assert (answer.error, answer.generation, answer.leader) == (NONE, 1, answer.member_id)
     assert [m for m, _i, _md in answer.members] == [answer.member_id]
     assert _ctx(shard).fired[-1].records == ()  # completing the join writes nothing yet
 
@@ -150,17 +157,17 @@ def test_leader_sync_persists_the_assignment_and_answers_once_durable(shard):
     assert not synced.response.done()  # only once the record is durable
     synced.on_durable()
     answer = synced.response.result()
-    assert (answer.error, answer.assignment, answer.protocol_name) == (E.NONE, b"assigned", "range")
+    assert (answer.error, answer.assignment, answer.protocol_name) == (NONE, b"assigned", "range")
     assert shard.groups["g"].state.value == "Stable"
 
 
 def test_heartbeats_answer_without_records(shard):
     member, generation = _form(shard)
     for args, code in (
-        (("nope", member, None, generation), E.UNKNOWN_MEMBER_ID),
-        (("g", "stranger", None, generation), E.UNKNOWN_MEMBER_ID),
-        (("g", member, None, generation + 1), E.ILLEGAL_GENERATION),
-        (("g", member, None, generation), E.NONE),
+        (("nope", member, None, generation), UNKNOWN_MEMBER_ID),
+        (("g", "stranger", None, generation), UNKNOWN_MEMBER_ID),
+        (("g", member, None, generation + 1), ILLEGAL_GENERATION),
+        (("g", member, None, generation), NONE),
     ):
         result = shard.heartbeat(args)
         assert (result.records, result.response) == ((), code)
@@ -170,7 +177,7 @@ def test_session_timeout_empties_the_group_and_writes_it(shard):
     member, _generation = _form(shard)
     clock = _ctx(shard).clock
     clock.advance(SESSION - 1)
-    assert shard.heartbeat(("g", member, None, 1)).response == E.NONE  # re-arms the session
+    assert shard.heartbeat(("g", member, None, 1)).response == NONE  # re-arms the session
     clock.advance(SESSION - 1)
     assert shard.groups["g"].members
     clock.advance(1)
@@ -183,7 +190,7 @@ def test_session_timeout_empties_the_group_and_writes_it(shard):
 def test_timer_of_a_member_that_left_does_nothing(shard):
     member, _generation = _form(shard)
     left = shard.leave_group("g", [(member, None)])
-    assert left.response == (E.NONE, [(member, None, E.NONE)])
+    assert left.response == (NONE, [(member, None, NONE)])
     (_key, value), = _decoded(left)  # the group is empty now: generation 2 written
     assert (value.generation, value.members) == (2, ())
     fired = len(_ctx(shard).fired)
@@ -196,7 +203,7 @@ def test_commit_stores_its_offset_records_as_their_replay_would(shard):
     parts = [CommitPartition("t", 0, 42, 3, "meta"), CommitPartition("t", 1, 7, -1, None),
              CommitPartition("t", 2, 1, -1, "x" * 5000)]
     result = shard.commit_offsets((OffsetCommitRequest("simple", -1, "", None, -1, 9), parts))
-    assert result.response == [E.NONE, E.NONE, E.OFFSET_METADATA_TOO_LARGE]
+    assert result.response == [NONE, NONE, OFFSET_METADATA_TOO_LARGE]
     keys = [decode_key(k) for k, _v in result.records]
     assert keys == [OffsetCommitKey("simple", "t", 0), OffsetCommitKey("simple", "t", 1)]
     assert decode_offset_value(result.records[0][1]).metadata == "meta"
@@ -212,15 +219,15 @@ def test_commit_validation_errors_write_nothing(shard):
     member, generation = _form(shard)
     part = [CommitPartition("t", 0, 1, -1, None)]
     for request, code in (
-        (OffsetCommitRequest("unknown", 1, "m", None, -1, 9), E.GROUP_ID_NOT_FOUND),
-        (OffsetCommitRequest("unknown", 1, "m", None, -1, 8), E.ILLEGAL_GENERATION),
-        (OffsetCommitRequest("g", generation + 1, member, None, -1, 9), E.ILLEGAL_GENERATION),
-        (OffsetCommitRequest("g", -1, "", None), E.UNKNOWN_MEMBER_ID),
+        (OffsetCommitRequest("unknown", 1, "m", None, -1, 9), GROUP_ID_NOT_FOUND),
+        (OffsetCommitRequest("unknown", 1, "m", None, -1, 8), ILLEGAL_GENERATION),
+        (OffsetCommitRequest("g", generation + 1, member, None, -1, 9), ILLEGAL_GENERATION),
+        (OffsetCommitRequest("g", -1, "", None), UNKNOWN_MEMBER_ID),
     ):
         result = shard.commit_offsets((request, part))
         assert (result.records, result.response) == ((), [code])
     request = OffsetCommitRequest("g", generation, member, None, -1, 9)
-    assert shard.commit_offsets((request, part)).response == [E.NONE]
+    assert shard.commit_offsets((request, part)).response == [NONE]
 
 
 def test_delete_groups_writes_offset_and_group_tombstones(shard):
@@ -228,8 +235,8 @@ def test_delete_groups_writes_offset_and_group_tombstones(shard):
     _apply(shard, shard.commit_offsets((OffsetCommitRequest("s", -1, "", None),
                                         [CommitPartition("t", p, 1, -1, None) for p in (0, 1)])))
     result = shard.delete_groups(["g", "s", "nope"])
-    assert result.response == [("g", E.NON_EMPTY_GROUP), ("s", E.NONE),
-                               ("nope", E.GROUP_ID_NOT_FOUND)]
+    assert result.response == [("g", NON_EMPTY_GROUP), ("s", NONE),
+                               ("nope", GROUP_ID_NOT_FOUND)]
     assert _decoded(result) == [(OffsetCommitKey("s", "t", 0), None),
                                 (OffsetCommitKey("s", "t", 1), None), (GroupMetadataKey("s"), None)]
     _apply(shard, result)
@@ -283,7 +290,7 @@ def test_a_protocol_listed_twice_by_one_member_is_still_selected(shard):
     joined = shard.join_group(request)
     _ctx(shard).clock.advance(3000)
     answer = joined.response.result()
-    assert (answer.error, answer.protocol_name, answer.generation) == (E.NONE, "range", 1)
+    assert (answer.error, answer.protocol_name, answer.generation) == (NONE, "range", 1)
 
 
 def _rejoin_and_sync(shard: GroupCoordinatorShard, member: str, protocols: tuple,
@@ -293,11 +300,11 @@ def _rejoin_and_sync(shard: GroupCoordinatorShard, member: str, protocols: tuple
                                           protocols, "client", "/10.0.0.1", 3))
     _apply(shard, joined)
     answer = joined.response.result()
-    assert answer.error == E.NONE
+    assert answer.error == NONE
     synced = shard.sync_group(SyncRequest("g", member, None, answer.generation, "consumer",
                                           "range", {member: b"a%d" % answer.generation}))
     _apply(shard, synced)
-    assert synced.response.result().error == E.NONE
+    assert synced.response.result().error == NONE
     return synced
 
 

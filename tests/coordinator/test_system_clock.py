@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kafkette.coordinator.clock import SystemClock
+from kafkette.coordinator.runtime.clock import SystemClock
 
 
 async def test_rescheduling_later_moves_the_deadline():

@@ -7,9 +7,15 @@ import asyncio
 
 import pytest
 
-from kafkette.coordinator import errors as E
-from kafkette.coordinator.errors import append_error
-from kafkette.coordinator.requests import DescribedGroup, JoinRequest
+from kafkette.coordinator.group.requests import DescribedGroup, JoinRequest
+from kafkette.coordinator.runtime.error_codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    NONE,
+    NOT_COORDINATOR,
+    UNKNOWN_SERVER_ERROR,
+    append_error,
+)
 from kafkette.protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -31,7 +37,7 @@ async def test_failed_delete_groups_keeps_the_group_and_its_offsets():
     ])
     log.fail_with = TimeoutError("disk stalled")
     results, write = ctx.write(lambda s: s.delete_groups(["g", "bare"]))
-    assert results == [("g", E.NONE), ("bare", E.NONE)]
+    assert results == [("g", NONE), ("bare", NONE)]
     assert "g" not in ctx.shard.groups  # replayed before the append
     with pytest.raises(TimeoutError):
         await write
@@ -55,13 +61,13 @@ async def test_failed_write_of_a_new_group_removes_it():
         "g", "", None, 10_000, 10_000, "consumer", (("range", subscription("t")),),
         "c", "/127.0.0.1", version=3))
     result = await asyncio.wait_for(join, 5)
-    assert (result.error, result.member_id) == (E.NOT_COORDINATOR, "")
+    assert (result.error, result.member_id) == (NOT_COORDINATOR, "")
     ctx = service.runtime.contexts[0]
     await reloaded(ctx)
     assert "g" not in ctx.shard.groups
     assert clock.deadline(("join", "g")) is None  # no timer left to form a phantom generation
     clock.advance(10_000)
-    assert await service.describe_groups(["g"], 5) == [DescribedGroup("g", E.NONE, "Dead", "", "", [])]
+    assert await service.describe_groups(["g"], 5) == [DescribedGroup("g", NONE, "Dead", "", "", [])]
 
 
 async def test_failed_first_commit_does_not_leave_a_simple_group():
@@ -82,14 +88,14 @@ class _Coded(Exception):
 
 
 @pytest.mark.parametrize("exc,expected", [
-    (_Coded(3), E.COORDINATOR_NOT_AVAILABLE),    # UNKNOWN_TOPIC_OR_PARTITION
-    (_Coded(19), E.COORDINATOR_NOT_AVAILABLE),   # NOT_ENOUGH_REPLICAS
-    (TimeoutError(), E.COORDINATOR_NOT_AVAILABLE),  # REQUEST_TIMED_OUT
-    (KafkaStorageError(), E.NOT_COORDINATOR),
-    (OSError(5, "EIO"), E.NOT_COORDINATOR),
-    (RecordTooLargeError(), E.UNKNOWN_SERVER_ERROR),
-    (_Coded(13), E.COORDINATOR_LOAD_IN_PROGRESS),  # NETWORK_EXCEPTION
-    (RuntimeError("bug"), E.UNKNOWN_SERVER_ERROR),
+    (_Coded(3), COORDINATOR_NOT_AVAILABLE),    # UNKNOWN_TOPIC_OR_PARTITION
+    (_Coded(19), COORDINATOR_NOT_AVAILABLE),   # NOT_ENOUGH_REPLICAS
+    (TimeoutError(), COORDINATOR_NOT_AVAILABLE),  # REQUEST_TIMED_OUT
+    (KafkaStorageError(), NOT_COORDINATOR),
+    (OSError(5, "EIO"), NOT_COORDINATOR),
+    (RecordTooLargeError(), UNKNOWN_SERVER_ERROR),
+    (_Coded(13), COORDINATOR_LOAD_IN_PROGRESS),  # NETWORK_EXCEPTION
+    (RuntimeError("bug"), UNKNOWN_SERVER_ERROR),
 ])
 def test_append_error_mapping(exc: BaseException, expected: int):
     assert append_error(exc) == expected

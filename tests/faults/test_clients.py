@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from kafkette.broker.admin_cli import AdminClient
+from kafkette.broker.cli.admin_client import AdminClient
 from tests.groups.helpers import FAST_GROUP, wait_until_sync
 
 TOPIC, PARTITIONS, PER_PARTITION = "payments", 2, 10

@@ -6,7 +6,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkette.broker import handlers  # noqa: F401  (registers every API route)
-from kafkette.broker.faults import FOREVER, FaultError, FaultRegistry, error_response
+from kafkette.broker.cluster.faults import FOREVER, FaultError, FaultRegistry, error_response
 from kafkette.broker.registry import ROUTES
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import codec, request_type

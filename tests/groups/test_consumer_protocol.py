@@ -434,7 +434,7 @@ def test_rolling_upgrade_from_classic_to_consumer_loses_and_repeats_nothing(brok
 
 
 def test_kafkette_groups_describe_shows_a_consumer_group(broker, capsys):
-    from kafkette.broker.cli import main
+    from kafkette.broker.cli.main import main
 
     bs = broker.bootstrap
     create(bs, "cli848", 2)

@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.runtime.clock import ManualClock
 from tests.wire import WireClient
 
 GROUP_CONFIG, DEFAULT_CONFIG = 8, 5

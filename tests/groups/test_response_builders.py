@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.broker.context import RequestContext
 from kafkette.broker.handlers.groups import _join_response, _sync_response
-from kafkette.coordinator.requests import JoinResult, SyncResult
+from kafkette.coordinator.group.requests import JoinResult, SyncResult
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import codec, response_type
 

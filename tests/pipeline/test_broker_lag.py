@@ -28,7 +28,7 @@ aiokafka = pytest.importorskip("aiokafka")
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 
-from kafkette.broker import cli  # noqa: E402
+from kafkette.broker.cli import main as cli_main  # noqa: E402
 
 TOPIC, GROUP = "orders", "billing"
 P0, P1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
@@ -118,7 +118,7 @@ def test_lag_and_generations_from_a_real_broker(spark: object, kafka_broker_fact
 
     out = str(tmp_path / "out")
     # The installed `kafkette` command's code path; it reuses the test's Spark session.
-    assert cli.main(["pipeline", "lag", "--log-dirs", log_dirs, "--out", out,
+    assert cli_main.main(["pipeline", "lag", "--log-dirs", log_dirs, "--out", out,
                      "--master", "local[2]"]) == 0
 
     lag = _table(out, "lag").sort_values(["log_partition", "log_offset"])

@@ -77,7 +77,7 @@ async def _write_transactions(log_dir: str) -> None:
     """Through the broker's own storage (so the .txnindex is the broker's): topic ``t`` with an
     aborted and a committed transaction, ``__consumer_offsets`` with a plain commit and an
     aborted transactional one."""
-    from kafkette.coordinator import records as R
+    from kafkette.coordinator.group import record_builders
     from kafkette.protocol.control_records import marker_batch
     from kafkette.storage.topics import LogManager
 
@@ -99,9 +99,9 @@ async def _write_transactions(log_dir: str) -> None:
     await plog.append(marker_batch(8, 0, True, 0, ts))                          # 5 COMMIT
     await plog.append(build_batch([(b"e", b"plain")], base_timestamp=ts))       # 6
     offsets = mgr.partition("__consumer_offsets", 0)
-    await offsets.append(build_batch([R.offset_commit("g", "t", 0, 3, -1, "", ts, None)],
+    await offsets.append(build_batch([record_builders.offset_commit("g", "t", 0, 3, -1, "", ts, None)],
                                      base_timestamp=ts))
-    await offsets.append(txn(9, 0, [R.offset_commit("g", "t", 0, 6, -1, "", ts + 1, None)]))
+    await offsets.append(txn(9, 0, [record_builders.offset_commit("g", "t", 0, 6, -1, "", ts + 1, None)]))
     await offsets.append(marker_batch(9, 0, False, 0, ts))
     await mgr.stop()
 

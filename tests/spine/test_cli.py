@@ -86,7 +86,7 @@ def test_config_defaults_and_types():
     ["serve", "--log-l=warning", "--over", "x=1"],  # argparse's abbreviations
 ])
 def test_a_serve_command_line_is_parsed_as_the_whole_parser_does(argv):
-    from kafkette.broker.cli import build_parser, parse_args
+    from kafkette.broker.cli.main import build_parser, parse_args
 
     assert vars(parse_args(argv)) == vars(build_parser().parse_args(argv))
 
@@ -99,7 +99,7 @@ def test_a_serve_command_line_is_parsed_as_the_whole_parser_does(argv):
     (["serve", "--override"], "kafkette serve: error: argument --override: expected one argument"),
 ])
 def test_a_bad_serve_command_line_is_worded_by_the_whole_parser(argv, message, capsys):
-    from kafkette.broker.cli import parse_args
+    from kafkette.broker.cli.main import parse_args
 
     with pytest.raises(SystemExit) as exit_:
         parse_args(argv)
@@ -108,7 +108,7 @@ def test_a_bad_serve_command_line_is_worded_by_the_whole_parser(argv, message, c
 
 
 def test_serve_help_is_the_whole_parsers(capsys):
-    from kafkette.broker.cli import parse_args
+    from kafkette.broker.cli.main import parse_args
 
     with pytest.raises(SystemExit):
         parse_args(["serve", "--help"])

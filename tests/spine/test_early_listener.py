@@ -25,8 +25,8 @@ from kafkette.broker.api_versions import (
 )
 from kafkette.broker.boot import listen_early
 from kafkette.broker.config import BrokerConfig
-from kafkette.broker.runners import test_config as broker_config
 from kafkette.broker.server import Broker
+from kafkette.broker.testing.runners import test_config as broker_config
 from kafkette.protocol.build import make
 from kafkette.protocol.codec import codec, decode_response, encode_request, request_type
 
@@ -191,7 +191,7 @@ def test_a_client_that_does_not_read_is_held_then_answered_in_order(tmp_path):
 
 
 def test_the_healthcheck_waits_for_the_broker_not_the_early_listener(tmp_path):
-    from kafkette.broker.healthcheck import check
+    from kafkette.broker.cli.healthcheck import check
 
     config = BrokerConfig(broker_config(str(tmp_path)))
 

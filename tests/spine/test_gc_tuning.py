@@ -1,4 +1,4 @@
-"""broker/gc_tuning.py: the CLI's broker collects its young generation rarely and freezes what it
+"""broker/cli/gc_tuning.py: the CLI's broker collects its young generation rarely and freezes what it
 holds once its group coordinator has loaded; a failed load freezes nothing."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from kafkette.broker import gc_tuning
+from kafkette.broker.cli import gc_tuning
 
 
 class _Broker:

@@ -1,5 +1,9 @@
 """Imports point one way: protocol <- storage / coordinator <- broker, and no import circles.
 
+Inside broker/, the serving broker (the root modules, handlers/, services/, admin/, cluster/)
+never imports the command-line tools (broker/cli/) or the test harness (broker/testing/): those
+drive a broker from outside, and neither imports the other.
+
 Every import statement of every project module counts, including ``TYPE_CHECKING`` blocks and
 imports inside functions: a circle hidden in a function is still a circle. So do the imports by
 name made at run time: the registry imports each handler module of its route table when its API
@@ -22,14 +26,31 @@ ALLOWED = {
     "pipeline": {"protocol"},
     "broker": {"protocol", "storage", "coordinator", "pipeline"},
 }
+# Inside coordinator/: every coordinator runs on the runtime, which knows none of them; the
+# group and transaction coordinators (and a share-state coordinator beside them) never import
+# each other.
+FORBIDDEN_INSIDE_COORDINATOR = {
+    "coordinator.runtime": ("coordinator.group", "coordinator.transaction"),
+    "coordinator.transaction": ("coordinator.group",),
+    "coordinator.group": ("coordinator.transaction",),
+}
 # Inside broker/: handlers and services never reach back up to the server or the connection.
 FORBIDDEN_INSIDE_BROKER = {
-    "broker.handlers": ("broker.server", "broker.connection", "broker.cli", "broker.testing",
-                        "broker.admin_cli"),
+    "broker.handlers": ("broker.server", "broker.connection", "broker.cli", "broker.testing"),
     "broker.services": ("broker.handlers", "broker.context", "broker.registry",
                         "broker.connection", "broker.server", "broker.responses", "broker.cli",
                         "broker.testing"),
 }
+
+# Packages of broker/ that drive a broker from outside; the serving broker imports neither, and
+# neither imports the other.
+OUTSIDE_THE_SERVING_BROKER = ("broker.cli", "broker.testing")
+# ``python -m kafkette.broker`` is the command line: its module belongs to broker/cli/.
+RUNS_AS = {"broker.__main__": "broker.cli"}
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def _modules() -> dict[str, Path]:
@@ -141,8 +162,10 @@ def test_the_graph_sees_the_imports_it_must() -> None:
     assert "protocol.records" in graph["storage.log"]
     assert "broker.registry" in graph["broker.connection"]
     assert {"broker.handlers.metadata", "broker.api_versions"} <= graph["broker.registry"]  # by name
-    assert "coordinator.service" in graph["broker.services.groups"]
-    assert "pipeline.cli" in graph["broker.cli"]  # imported inside a function
+    assert "coordinator.group.group_service" in graph["broker.services.groups"]
+    assert "pipeline.cli" in graph["broker.cli.main"]  # imported inside a function
+    assert "broker.server" in graph["broker.cli.main"]  # the CLI starts the serving broker
+    assert "broker.cluster.faults" in graph["broker.connection"]
 
 
 def test_cycle_finder_finds_a_cycle() -> None:
@@ -169,6 +192,51 @@ def test_handlers_and_services_never_import_upwards() -> None:
     wrong = []
     for module, targets in import_graph().items():
         for prefix, forbidden in FORBIDDEN_INSIDE_BROKER.items():
+            if module == prefix or module.startswith(prefix + "."):
+                wrong += [f"{module} -> {t}" for t in targets
+                          if any(t == f or t.startswith(f + ".") for f in forbidden)]
+    assert wrong == []
+
+
+def reaching_out(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that break the split of broker/ by job: from the serving broker into the tools or
+    the test harness, or between those two."""
+    wrong = []
+    for module, targets in graph.items():
+        if not _within(module, "broker"):
+            continue
+        home = RUNS_AS.get(module) or next(
+            (p for p in OUTSIDE_THE_SERVING_BROKER if _within(module, p)), None)
+        for target in sorted(targets):
+            outside = next((p for p in OUTSIDE_THE_SERVING_BROKER if _within(target, p)), None)
+            if outside is not None and outside != home:
+                wrong.append(f"{module} -> {target}")
+    return wrong
+
+
+def test_split_checker_finds_an_import_across_the_split() -> None:
+    graph = {"broker.server": {"broker.cli.wire_client"}, "broker.cli.main": {"broker.server"},
+             "broker.testing": {"broker.testing.runners", "broker.cli.main"},
+             "broker.testing.runners": {"broker.server", "broker.cluster.faults"},
+             "broker.cli.wire_client": set(), "broker.__main__": {"broker.cli.main"}}
+    assert reaching_out(graph) == ["broker.server -> broker.cli.wire_client",
+                                   "broker.testing -> broker.cli.main"]
+
+
+def test_the_serving_broker_never_imports_the_tools_or_the_test_harness() -> None:
+    assert reaching_out(import_graph()) == []
+
+
+def test_coordinator_imports_nothing_from_broker() -> None:
+    graph = import_graph()
+    assert [f"{m} -> {t}" for m, targets in graph.items() if _within(m, "coordinator")
+            for t in sorted(targets) if _within(t, "broker")] == []
+
+
+def test_coordinators_stand_on_the_runtime_and_not_on_each_other() -> None:
+    wrong = []
+    for module, targets in import_graph().items():
+        for prefix, forbidden in FORBIDDEN_INSIDE_COORDINATOR.items():
             if module == prefix or module.startswith(prefix + "."):
                 wrong += [f"{module} -> {t}" for t in targets
                           if any(t == f or t.startswith(f + ".") for f in forbidden)]

@@ -17,13 +17,14 @@ from kafkette.broker.registry import ROUTES, load_all
 from kafkette.broker.routes import REGISTERED, TABLE
 
 # Never imported by ``kafkette serve`` before the broker listens.
-HEAVY = ("aiohttp", "prometheus_client", "kafkette.broker.admin.server", "kafkette.broker.handlers.",
-         "kafkette.coordinator.service", "kafkette.coordinator.transaction",
-         "kafkette.coordinator.group", "kafkette.coordinator.consumer.heartbeat",
+HEAVY = ("aiohttp", "prometheus_client", "kafkette.broker.admin.http_server", "kafkette.broker.handlers.",
+         "kafkette.coordinator.group.group_service", "kafkette.coordinator.transaction",
+         "kafkette.coordinator.group.classic", "kafkette.coordinator.group.consumer.heartbeat",
          "kafkette.protocol.consumer_protocol", "kafkette.protocol.consumer_group_records",
-         "kafkette.pipeline", "kafkette.broker.groups_cli", "kafkette.broker.cluster_cli",
-         "kafkette.broker.admin_cli", "kafkette.broker.transactions_cli", "kio.schema.metadata",
-         "kio.schema.join_group", "kio.schema.consumer_protocol", "pyspark", "re2")
+         "kafkette.pipeline", "kafkette.broker.cli.groups_command",
+         "kafkette.broker.cli.cluster_command", "kafkette.broker.cli.admin_client",
+         "kafkette.broker.cli.transactions_command", "kio.schema.metadata", "kio.schema.join_group",
+         "kio.schema.consumer_protocol", "pyspark", "re2")
 
 
 def modules_after(code: str) -> list[str]:
@@ -39,22 +40,22 @@ def heavy(modules: list[str]) -> list[str]:
 
 
 def test_what_serve_imports_before_listening_is_light():
-    assert heavy(modules_after("import kafkette.broker.cli, kafkette.broker.server")) == []
+    assert heavy(modules_after("import kafkette.broker.cli.main, kafkette.broker.server")) == []
 
 
 # Not imported by ``kafkette serve`` until its listeners are up and answer ApiVersions
 # (broker/boot.py): the broker itself loads in a thread after.
 AFTER_LISTENING = ("kafkette.broker.server", "kafkette.broker.connection", "kafkette.storage.topics",
                    "kafkette.storage.log", "kafkette.protocol.codec", "kafkette.coordinator.runtime",
-                   "kio.schema", "kio.serial", "kafkette.broker.transactions_cli")
+                   "kio.schema", "kio.serial", "kafkette.broker.cli.transactions_command")
 
 
 def test_serve_answers_api_versions_before_importing_the_broker(tmp_path):
     code = f"""
 import asyncio, json, sys
-from kafkette.broker import cli
+from kafkette.broker.cli import main as cli_main
 
-listen_early = cli.listen_early
+listen_early = cli_main.listen_early
 
 async def bound_then_asked(config):
     early = await listen_early(config)
@@ -66,8 +67,8 @@ async def bound_then_asked(config):
     print(json.dumps(sorted(sys.modules)))
     sys.exit(0)
 
-cli.listen_early = bound_then_asked
-cli.main(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+cli_main.listen_early = bound_then_asked
+cli_main.main(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
           "--override", "log.dirs={tmp_path}"])
 """
     modules = modules_after(code)
@@ -79,9 +80,9 @@ cli.main(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
 
 
 def test_the_broker_boot_loads_kio_without_hypothesis():
-    # broker/cli.py hides hypothesis (~170 ms) while kio's primitive types load.
+    # broker/cli/main.py hides hypothesis (~170 ms) while kio's primitive types load.
     pytest.importorskip("hypothesis")
-    modules = modules_after("from kafkette.broker.cli import _import_broker\n_import_broker()")
+    modules = modules_after("from kafkette.broker.cli.main import _import_broker\n_import_broker()")
     assert "kafkette.broker.server" in modules and "hypothesis" not in modules
     assert "hypothesis" in modules_after("import kio.schema.errors")  # what it saves
 
@@ -144,8 +145,10 @@ def test_the_small_varint_table_is_the_varint_encoding():
     assert tuple(varint_bytes(n) for n in range(8192)) == SMALL_VARINTS
 
 
-KIP848 = ("kafkette.coordinator.consumer_manager", "kafkette.coordinator.consumer.heartbeat",
-          "kafkette.coordinator.consumer.group", "kafkette.coordinator.consumer.member",
+KIP848 = ("kafkette.coordinator.group.consumer.consumer_manager",
+          "kafkette.coordinator.group.consumer.heartbeat",
+          "kafkette.coordinator.group.consumer.consumer_group_state",
+          "kafkette.coordinator.group.consumer.member",
           "kafkette.protocol.consumer_group_records", "kafkette.protocol.consumer_protocol",
           "kio.schema.consumer_protocol_subscription")
 
@@ -155,10 +158,10 @@ def test_simple_groups_load_no_consumer_group_machinery():
     # nor the consumer-protocol codecs; the first consumer-group record brings them in.
     code = """
 import sys
-from kafkette.coordinator.config import CoordinatorConfig
-from kafkette.coordinator.offset_manager import CommitPartition
-from kafkette.coordinator.requests import OffsetCommitRequest
-from kafkette.coordinator.shard import GroupCoordinatorShard
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
+from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
+from kafkette.coordinator.group.requests import OffsetCommitRequest
 from kafkette.protocol.group_records import encode_offset_key, encode_offset_value
 
 KIP848 = KIP848_MODULES
@@ -187,6 +190,6 @@ from kafkette.protocol import consumer_group_records as cgr
 shard.replay(cgr.encode_key(cgr.ConsumerGroupMetadataKey("c")),
              cgr.encode_value(cgr.ConsumerGroupMetadataValue(3)))
 assert list(shard.consumer_groups) == ["c"], shard.consumer_groups
-assert "kafkette.coordinator.consumer_manager" in sys.modules
+assert "kafkette.coordinator.group.consumer.consumer_manager" in sys.modules
 """
     subprocess.run([sys.executable, "-c", f"KIP848_MODULES = {KIP848!r}\n{code}"], check=True, timeout=60)

@@ -61,7 +61,7 @@ def test_wheel_installs_only_under_kafkette(wheel: Path) -> None:
     assert {"kafkette/broker/admin/static/console.js",
             "kafkette/broker/admin/static/console.css"} <= set(names)
     assert "kafkette = kafkette.broker.testing" in entry_points
-    assert "kafkette = kafkette.broker.cli:main" in entry_points
+    assert "kafkette = kafkette.broker.cli.main:main" in entry_points
 
 
 def test_user_project_with_own_storage_package_runs_pytest(wheel: Path, tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def private_uses(path: Path, privates: set[str]) -> list[str]:
             if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
                 out.append(f"{rel}:{node.lineno} .{node.attr}")
         elif isinstance(node, ast.ImportFrom):
-            relative_runtime = node.level and (node.module or "").split(".")[-1] == "runtime"
+            relative_runtime = node.level and "runtime" in (node.module or "").split(".")
             if relative_runtime or _is_runtime_module(node.module or ""):
                 out.extend(f"{rel}:{node.lineno} import {alias.name}" for alias in node.names
                            if alias.name in privates)

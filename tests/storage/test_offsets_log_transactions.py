@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkette.broker.offsets_log import PartitionOffsetsLog
-from kafkette.coordinator.log import TxnMarker, TxnRecordKey
+from kafkette.broker.services.offsets_log import PartitionOffsetsLog
+from kafkette.coordinator.runtime.coordinator_log import TxnMarker, TxnRecordKey
 from kafkette.storage.topics import LogManager
 
 

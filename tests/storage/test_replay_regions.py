@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkette.broker.offsets_log import PartitionOffsetsLog
+from kafkette.broker.services.offsets_log import PartitionOffsetsLog
 from kafkette.storage import segment as storage_segment
 from kafkette.storage.segment import read_region
 from kafkette.storage.topics import LogManager

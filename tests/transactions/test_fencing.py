@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafkette.coordinator.clock import ManualClock
+from kafkette.coordinator.runtime.clock import ManualClock
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 from tests.wire import WireClient
@@ -167,7 +167,7 @@ def test_transactions_cli_and_admin_apis(kafka_broker_factory) -> None:
     import argparse
     import io
 
-    from kafkette.broker import transactions_cli
+    from kafkette.broker.cli import transactions_command
 
     broker = kafka_broker_factory(FAST)
     create_topic(broker.bootstrap, "cli")
@@ -180,7 +180,7 @@ def test_transactions_cli_and_admin_apis(kafka_broker_factory) -> None:
     def run(action: str, **extra: str) -> str:
         out = io.StringIO()
         args = argparse.Namespace(bootstrap_server=broker.bootstrap, action=action, **extra)
-        assert transactions_cli.run(args, out) == 0
+        assert transactions_command.run(args, out) == 0
         return out.getvalue()
 
     listed = run("list").splitlines()
@@ -196,7 +196,7 @@ def test_transactions_cli_and_admin_apis(kafka_broker_factory) -> None:
         time.sleep(0.05)
     assert run("list").splitlines()[1].split()[-1] == "CompleteCommit"
     with WireClient(broker.bootstrap) as w:
-        missing = transactions_cli.describe_transaction(w, "nobody")
+        missing = transactions_command.describe_transaction(w, "nobody")
         assert missing["error"] == 105 and missing["start_ms"] == -1  # TRANSACTIONAL_ID_NOT_FOUND
         r = w.request(66, 1, state_filters=("Ongoing", "Bogus"), producer_id_filters=(),
                       duration_filter=-1)

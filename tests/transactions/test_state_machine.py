@@ -8,9 +8,17 @@ import struct
 
 import pytest
 
-from kafkette.coordinator.clock import ManualClock
-from kafkette.coordinator.log import MemoryLog
-from kafkette.coordinator.transaction import errors as TE
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.coordinator_log import MemoryLog
+from kafkette.coordinator.runtime.error_codes import (
+    CONCURRENT_TRANSACTIONS,
+    INVALID_PRODUCER_ID_MAPPING,
+    INVALID_TRANSACTION_TIMEOUT,
+    INVALID_TXN_STATE,
+    NONE,
+    PRODUCER_FENCED,
+    TRANSACTIONAL_ID_NOT_FOUND,
+)
 from kafkette.coordinator.transaction.service import TransactionCoordinator
 from kafkette.coordinator.transaction.shard import TxnConfig
 from kafkette.protocol.control_records import control_type, marker_batch
@@ -89,26 +97,26 @@ def test_commit_abort_fence_and_reload(env) -> None:
     run = loop.run_until_complete
     coord = new_coordinator()
     run(coord.start())
-    assert run(coord.init_producer_id("app", 120_000))[0] == TE.INVALID_TRANSACTION_TIMEOUT
+    assert run(coord.init_producer_id("app", 120_000))[0] == INVALID_TRANSACTION_TIMEOUT
     error, pid, epoch = run(coord.init_producer_id("app", 30_000))
-    assert (error, epoch) == (TE.NONE, 0)
-    assert run(coord.add_partitions("app", pid, epoch, {"t": {0, 1}})) == TE.NONE
+    assert (error, epoch) == (NONE, 0)
+    assert run(coord.add_partitions("app", pid, epoch, {"t": {0, 1}})) == NONE
     assert run(coord.add_partitions("app", pid + 1, epoch, {"t": {0}})) == \
-        TE.INVALID_PRODUCER_ID_MAPPING
-    assert run(coord.end_txn("app", pid, epoch, True))[0] == TE.NONE
+        INVALID_PRODUCER_ID_MAPPING
+    assert run(coord.end_txn("app", pid, epoch, True))[0] == NONE
     _settle(loop)
     assert markers == [(pid, 0, True, {"t": {0, 1}})]
     assert run(coord.describe("app"))[1].state == COMPLETE_COMMIT
-    assert run(coord.end_txn("app", pid, epoch, True))[0] == TE.NONE  # a retried commit
-    assert run(coord.end_txn("app", pid, epoch, False))[0] == TE.INVALID_TXN_STATE
+    assert run(coord.end_txn("app", pid, epoch, True))[0] == NONE  # a retried commit
+    assert run(coord.end_txn("app", pid, epoch, False))[0] == INVALID_TXN_STATE
     # an instance leaves a transaction open; the next one fences it
-    assert run(coord.add_partitions("app", pid, epoch, {"t": {1}})) == TE.NONE
+    assert run(coord.add_partitions("app", pid, epoch, {"t": {1}})) == NONE
     # the init aborts it with a bumped epoch, waits for the abort's completion (where a client
     # would get CONCURRENT_TRANSACTIONS and retry) and bumps again
-    assert run(coord.init_producer_id("app", 30_000)) == (TE.NONE, pid, 2)
+    assert run(coord.init_producer_id("app", 30_000)) == (NONE, pid, 2)
     assert markers[-1] == (pid, 1, False, {"t": {1}})  # aborted with the bumped epoch
-    assert run(coord.add_partitions("app", pid, 0, {"t": {0}})) == TE.PRODUCER_FENCED
-    assert run(coord.add_partitions("app", pid, 2, {"t": {0}})) == TE.NONE
+    assert run(coord.add_partitions("app", pid, 0, {"t": {0}})) == PRODUCER_FENCED
+    assert run(coord.add_partitions("app", pid, 2, {"t": {0}})) == NONE
     run(coord.stop())
     # a restart replays __transaction_state: the open transaction is still there, and times out
     coord = new_coordinator()
@@ -123,7 +131,7 @@ def test_commit_abort_fence_and_reload(env) -> None:
     _settle(loop)
     assert markers[-1] == (pid, 3, False, {"t": {0}})
     assert run(coord.describe("app"))[1].state == COMPLETE_ABORT
-    assert run(coord.end_txn("app", pid, 2, True))[0] == TE.PRODUCER_FENCED
+    assert run(coord.end_txn("app", pid, 2, True))[0] == PRODUCER_FENCED
     # transactional.id.expiration.ms: an id without a transaction is forgotten after a week
     # of disuse (checked hourly); a tombstone makes it so after a restart too
 
@@ -133,11 +141,11 @@ def test_commit_abort_fence_and_reload(env) -> None:
 
     run(week())
     _settle(loop)
-    assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
+    assert run(coord.describe("app"))[0] == TRANSACTIONAL_ID_NOT_FOUND
     run(coord.stop())
     coord = new_coordinator()
     run(coord.start())
-    assert run(coord.describe("app"))[0] == TE.TRANSACTIONAL_ID_NOT_FOUND
+    assert run(coord.describe("app"))[0] == TRANSACTIONAL_ID_NOT_FOUND
     run(coord.stop())
 
 
@@ -161,19 +169,19 @@ def test_requests_wait_for_the_previous_transactions_markers() -> None:
     async def scenario() -> None:
         await coord.start()
         _, pid, epoch = await coord.init_producer_id("app", 30_000)
-        assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == TE.NONE
-        assert (await coord.end_txn("app", pid, epoch, True))[0] == TE.NONE
+        assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == NONE
+        assert (await coord.end_txn("app", pid, epoch, True))[0] == NONE
         # markers still being written, longer than the wait: the client is told to retry
         t0 = loop.time()
         assert await coord.add_partitions("app", pid, epoch, {"t": {0}}) == \
-            TE.CONCURRENT_TRANSACTIONS
+            CONCURRENT_TRANSACTIONS
         assert loop.time() - t0 >= 0.045
         # the markers complete while a request waits: it is answered as a retry would be
         waiting = asyncio.ensure_future(coord.add_partitions("app", pid, epoch, {"t": {1}}))
         await asyncio.sleep(0.01)
         assert not waiting.done()
         release.set()
-        assert await asyncio.wait_for(waiting, 1) == TE.NONE
+        assert await asyncio.wait_for(waiting, 1) == NONE
         md = (await coord.describe("app"))[1]
         assert (md.state, md.partitions) == (ONGOING, {"t": {1}})
         await coord.stop()
@@ -195,36 +203,36 @@ def test_transaction_version_2_epoch_bump_overflow_and_reload(env) -> None:
     coord = new_coordinator()
     run(coord.start())
     _, pid, epoch = run(coord.init_producer_id("v2", 30_000))
-    assert run(coord.add_partitions("v2", pid, epoch, {"t": {0}}, tv=2)) == TE.NONE
-    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)
+    assert run(coord.add_partitions("v2", pid, epoch, {"t": {0}}, tv=2)) == NONE
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (NONE, pid, epoch + 1)
     _settle(loop)
     assert markers[-1] == (pid, epoch + 1, True, {"t": {0}})
-    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)  # retry
-    assert run(coord.end_txn("v2", pid, epoch, False, tv=2))[0] == TE.INVALID_TXN_STATE
-    assert run(coord.end_txn("v2", pid, epoch - 1, True, tv=2))[0] == TE.PRODUCER_FENCED
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (NONE, pid, epoch + 1)  # retry
+    assert run(coord.end_txn("v2", pid, epoch, False, tv=2))[0] == INVALID_TXN_STATE
+    assert run(coord.end_txn("v2", pid, epoch - 1, True, tv=2))[0] == PRODUCER_FENCED
     run(coord.stop())
     coord = new_coordinator()  # the version survives a restart (TransactionLogValue v1)
     run(coord.start())
     md = run(coord.describe("v2"))[1]
     assert (md.state, md.producer_epoch, md.tv) == (COMPLETE_COMMIT, epoch + 1, 2)
-    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (TE.NONE, pid, epoch + 1)
+    assert run(coord.end_txn("v2", pid, epoch, True, tv=2)) == (NONE, pid, epoch + 1)
     # a new instance fences an open transaction of version 2: the fence and the abort each
     # bump (Kafka's prepareFenceProducerEpoch + prepareAbortOrCommit), the init once more
-    assert run(coord.add_partitions("v2", pid, epoch + 1, {"t": {2}}, tv=2)) == TE.NONE
-    assert run(coord.init_producer_id("v2", 30_000)) == (TE.NONE, pid, epoch + 4)
+    assert run(coord.add_partitions("v2", pid, epoch + 1, {"t": {2}}, tv=2)) == NONE
+    assert run(coord.init_producer_id("v2", 30_000)) == (NONE, pid, epoch + 4)
     assert markers[-1] == (pid, epoch + 3, False, {"t": {2}})
-    assert run(coord.end_txn("v2", pid, epoch + 1, False, tv=2))[0] == TE.PRODUCER_FENCED
+    assert run(coord.end_txn("v2", pid, epoch + 1, False, tv=2))[0] == PRODUCER_FENCED
     md = run(coord.describe("v2"))[1]
     # the epoch runs out: the next producer id, epoch 0, once the markers are written
     md.producer_epoch = MAX_EPOCH
-    assert run(coord.add_partitions("v2", pid, MAX_EPOCH, {"t": {1}}, tv=2)) == TE.NONE
+    assert run(coord.add_partitions("v2", pid, MAX_EPOCH, {"t": {1}}, tv=2)) == NONE
     error, new_pid, new_epoch = run(coord.end_txn("v2", pid, MAX_EPOCH, False, tv=2))
-    assert (error, new_epoch) == (TE.NONE, 0) and new_pid != pid
+    assert (error, new_epoch) == (NONE, 0) and new_pid != pid
     _settle(loop)
     assert markers[-1] == (pid, MAX_EPOCH + 1, False, {"t": {1}})
     md = run(coord.describe("v2"))[1]
     assert (md.state, md.producer_id, md.producer_epoch, md.previous_producer_id) == \
         (COMPLETE_ABORT, new_pid, 0, pid)
-    assert run(coord.end_txn("v2", pid, MAX_EPOCH, False, tv=2)) == (TE.NONE, new_pid, 0)
-    assert run(coord.add_partitions("v2", new_pid, 0, {"t": {0}}, tv=2)) == TE.NONE
+    assert run(coord.end_txn("v2", pid, MAX_EPOCH, False, tv=2)) == (NONE, new_pid, 0)
+    assert run(coord.add_partitions("v2", new_pid, 0, {"t": {0}}, tv=2)) == NONE
     run(coord.stop())

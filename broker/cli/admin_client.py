@@ -1,0 +1,210 @@
+"""The admin client behind ``kafkette groups`` (broker/cli/groups_command.py): consumer-group admin over
+the wire, as kafka-consumer-groups.sh's Admin calls.
+
+A small blocking client on the project's codec; API versions are negotiated with ApiVersions.
+kafkette is a single node, so the bootstrap broker is also every group's coordinator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import request_type
+
+from .wire_client import WireClient, WireError
+
+API_VERSIONS, METADATA, LIST_OFFSETS = 18, 3, 2
+OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+CONSUMER_GROUP_DESCRIBE = 69
+
+# Version ranges this client knows the shape of; the highest one the broker also accepts is used.
+OURS: dict[int, tuple[int, int]] = {
+    METADATA: (1, 12), LIST_OFFSETS: (1, 7), OFFSET_COMMIT: (2, 8), OFFSET_FETCH: (1, 7),
+    DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 4), DELETE_GROUPS: (0, 2), OFFSET_DELETE: (0, 0),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
+}
+EARLIEST, LATEST = -2, -1
+
+
+class AdminError(Exception):
+    pass
+
+
+def error_name(code: Any) -> str:
+    return ErrorCode(int(code)).name.upper()
+
+
+def parse_bootstrap(bootstrap: str) -> list[str]:
+    """``host:port[,host:port...]`` checked as Kafka's clients do (ClientUtils)."""
+    servers = [item.strip() for item in bootstrap.split(",") if item.strip()]
+    if not servers:
+        raise AdminError("No resolvable bootstrap urls given in bootstrap.servers")
+    for server in servers:
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise AdminError(f"Invalid url in bootstrap.servers: {server}")
+    return servers
+
+
+class AdminClient(WireClient):
+    def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin"):
+        errors = []
+        for server in parse_bootstrap(bootstrap):  # the first one that answers, as Kafka's clients
+            try:
+                super().__init__(server, client_id, timeout)
+                break
+            except OSError as exc:
+                errors.append(f"{server}: {exc.strerror or exc}")
+        else:
+            raise AdminError(f"cannot connect to {bootstrap} ({'; '.join(errors)})")
+        self.versions = self._negotiate()
+
+    def _negotiate(self) -> dict[int, int]:
+        response = self._call(API_VERSIONS, 0)
+        if response.error_code != ErrorCode.none:
+            raise AdminError(f"ApiVersions failed: {error_name(response.error_code)}")
+        theirs = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+        chosen: dict[int, int] = {}
+        for key, (lo, hi) in OURS.items():
+            if key in theirs:
+                best = min(hi, theirs[key][1])
+                if best >= max(lo, theirs[key][0]):
+                    chosen[key] = best
+        return chosen
+
+    def _call(self, api_key: int, version: int, **fields: Any) -> Any:
+        try:
+            return self.request(api_key, version, **fields)
+        except (ConnectionError, WireError) as exc:
+            raise AdminError(str(exc)) from exc
+
+    def call(self, api_key: int, **fields: Any) -> tuple[int, Any]:
+        version = self.versions.get(api_key)
+        if version is None:
+            raise AdminError(f"the broker does not support API key {api_key}")
+        return version, self._call(api_key, version, **fields)
+
+    # Operations -------------------------------------------------------------------------
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group_id, protocol_type, state or '') of every group."""
+        _, r = self.call(LIST_GROUPS, states_filter=(), types_filter=())
+        if r.error_code != ErrorCode.none:
+            raise AdminError(f"ListGroups failed: {error_name(r.error_code)}")
+        return sorted((g.group_id, g.protocol_type, getattr(g, "group_state", ""))
+                      for g in r.groups)
+
+    def describe_group(self, group: str) -> Any:
+        _, r = self.call(DESCRIBE_GROUPS, groups=(group,), include_authorized_operations=False)
+        (described,) = r.groups
+        if described.error_code != ErrorCode.none:
+            raise AdminError(f"DescribeGroups {group!r} failed: {error_name(described.error_code)}")
+        return described
+
+    def describe_consumer_group(self, group: str) -> Any | None:
+        """ConsumerGroupDescribe (KIP-848 groups); None when the broker has no such group."""
+        if CONSUMER_GROUP_DESCRIBE not in self.versions:
+            return None
+        _, r = self.call(CONSUMER_GROUP_DESCRIBE, group_ids=(group,),
+                         include_authorized_operations=False)
+        (described,) = r.groups
+        return described if described.error_code == ErrorCode.none else None
+
+    def delete_groups(self, groups: Sequence[str]) -> dict[str, str]:
+        """Error name ('NONE' on success) of each group."""
+        _, r = self.call(DELETE_GROUPS, groups_names=tuple(groups))
+        return {res.group_id: error_name(res.error_code) for res in r.results}
+
+    def coordinator(self) -> tuple[str, int, int]:
+        """(host, port, node id) of the broker, which is every group's coordinator."""
+        _, r = self.call(METADATA, topics=(), allow_auto_topic_creation=False,
+                         include_cluster_authorized_operations=False,
+                         include_topic_authorized_operations=False)
+        node = r.brokers[0]
+        return node.host, int(node.port), int(node.node_id)
+
+    def delete_offsets(self, group: str, tps: Iterable[tuple[str, int]]) -> tuple[str, dict[tuple[str, int], str]]:
+        """OffsetDelete: (top-level error name, error name of each partition)."""
+        req = request_type(OFFSET_DELETE, 0)
+        topic_cls = item_type(req, "topics")
+        part_cls = item_type(topic_cls, "partitions")
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        topics = tuple(make(topic_cls, name=t, partitions=tuple(
+            make(part_cls, partition_index=p) for p in sorted(ps))) for t, ps in sorted(by_topic.items()))
+        _, r = self.call(OFFSET_DELETE, group_id=group, topics=topics)
+        return error_name(r.error_code), {(t.name, int(p.partition_index)): error_name(p.error_code)
+                                          for t in r.topics for p in t.partitions}
+
+    def committed(self, group: str) -> dict[tuple[str, int], int]:
+        version, r = self.call(OFFSET_FETCH, group_id=group, topics=None, require_stable=False)
+        if version >= 2 and r.error_code != ErrorCode.none:
+            raise AdminError(f"OffsetFetch {group!r} failed: {error_name(r.error_code)}")
+        return {(t.name, int(p.partition_index)): int(p.committed_offset)
+                for t in r.topics for p in t.partitions
+                if p.error_code == ErrorCode.none and p.committed_offset >= 0}
+
+    def partitions(self, topics: Iterable[str]) -> dict[str, int]:
+        """Partition count of each existing topic (no auto-creation)."""
+        version = self.versions.get(METADATA)
+        if version is None:
+            return {}
+        topic_cls = item_type(request_type(METADATA, version), "topics")
+        wanted = tuple(make(topic_cls, name=t, topic_id=None) for t in sorted(set(topics)))
+        if not wanted:
+            return {}
+        _, r = self.call(METADATA, topics=wanted, allow_auto_topic_creation=False,
+                         include_cluster_authorized_operations=False,
+                         include_topic_authorized_operations=False)
+        return {t.name: len(t.partitions) for t in r.topics if t.error_code == ErrorCode.none}
+
+    def list_offsets(self, tps: Iterable[tuple[str, int]], timestamp: int) -> dict[tuple[str, int], int]:
+        version = self.versions.get(LIST_OFFSETS)
+        if version is None:
+            raise AdminError("the broker does not support ListOffsets")
+        req = request_type(LIST_OFFSETS, version)
+        topic_cls = item_type(req, "topics")
+        part_cls = item_type(topic_cls, "partitions")
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        topics = tuple(
+            make(topic_cls, name=t, partitions=tuple(
+                make(part_cls, partition_index=p, timestamp=timestamp, current_leader_epoch=-1,
+                     max_num_offsets=1) for p in sorted(ps)))
+            for t, ps in sorted(by_topic.items()))
+        if not topics:
+            return {}
+        _, r = self.call(LIST_OFFSETS, replica_id=-1, isolation_level=0, topics=topics)
+        out: dict[tuple[str, int], int] = {}
+        for t in r.topics:
+            for p in t.partitions:
+                if p.error_code != ErrorCode.none:
+                    raise AdminError(f"ListOffsets {t.name}-{p.partition_index} failed: "
+                                     f"{error_name(p.error_code)}")
+                out[(t.name, int(p.partition_index))] = int(p.offset)
+        return out
+
+    def commit(self, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], str]:
+        """Commit as an admin (generation -1, no member), as kafka-consumer-groups does."""
+        req = request_type(OFFSET_COMMIT, self.versions.get(OFFSET_COMMIT, 2))
+        topic_cls = item_type(req, "topics")
+        part_cls = item_type(topic_cls, "partitions")
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (topic, partition), offset in offsets.items():
+            by_topic.setdefault(topic, []).append((partition, offset))
+        topics = tuple(
+            make(topic_cls, name=t, partitions=tuple(
+                make(part_cls, partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                     committed_metadata="", commit_timestamp=-1) for p, o in sorted(ps)))
+            for t, ps in sorted(by_topic.items()))
+        _, r = self.call(OFFSET_COMMIT, group_id=group, generation_id=-1,
+                         generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                         retention_time=-1, topics=topics)
+        return {(t.name, int(p.partition_index)): error_name(p.error_code)
+                for t in r.topics for p in t.partitions}

@@ -1,0 +1,209 @@
+"""``kafkette`` command line: ``kafkette serve --config server.properties --override k=v``.
+
+``serve`` checks the config, binds the listeners (they answer ApiVersions at once, see
+broker/boot.py), then imports and starts the broker in a thread's time: what this module
+imports before the listeners are up stays light (tests/spine/test_lazy_imports.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+from ..admin import admin_address
+from ..boot import StartupError, listen_early
+from ..config import BrokerConfig, ConfigError
+from . import gc_tuning
+from .loop import loop_name, run
+
+if TYPE_CHECKING:
+    from ..boot import EarlyListener
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def startup_errors() -> tuple[type[BaseException], ...]:
+    """Start-up failures reported as one line on stderr (with --debug: the traceback too)."""
+    from kafkette.storage.topics import LogDirError  # imported by the broker anyway
+
+    return (ConfigError, StartupError, LogDirError)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A bad command line is one line on stderr (no usage dump); ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _Declined(Exception):
+    pass
+
+
+class _QuietParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Declined(message)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """``build_parser().parse_args(argv)``; a plain ``serve`` command line is parsed by the serve
+    parser alone (building the whole tree is most of argparse's start-up cost). Help and any
+    error go through the whole tree, which words them."""
+    if argv[:1] == ["serve"] and not any(arg.startswith(("-h", "--h")) for arg in argv[1:]):
+        serve = _QuietParser(prog="kafkette serve", add_help=False)
+        add_serve_arguments(serve)
+        try:
+            args, extra = serve.parse_known_args(argv[1:])
+        except _Declined:
+            extra = ["?"]
+        if not extra:
+            args.command = "serve"
+            return args
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    add_serve_arguments(sub.add_parser("serve", help="run the broker"))
+    groups = sub.add_parser("groups", add_help=False,
+                            help="kafka-consumer-groups.sh: --list, --describe, --delete, "
+                                 "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
+    groups.add_argument("args", nargs=argparse.REMAINDER)
+    cluster = sub.add_parser("cluster", add_help=False,
+                             help="control a running kafkette over its admin server: faults, "
+                                  "nodes, coordinator and leader moves (`kafkette cluster --help`)")
+    cluster.add_argument("args", nargs=argparse.REMAINDER)
+    # Run by transactions_cli, which is imported only then (it imports the protocol codecs).
+    txn = sub.add_parser("transactions", help="list and describe transactions")
+    txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
+    actions = txn.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="every transactional id and its state")
+    describe = actions.add_parser("describe", help="state, epoch and partitions of one id")
+    describe.add_argument("--transactional-id", required=True)
+    pipeline = sub.add_parser("pipeline", add_help=False,
+                              help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
+    pipeline.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--config", help="a Kafka server.properties file")
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                       help="log level (default INFO; DEBUG logs every request)")
+    serve.add_argument("--debug", action="store_true",
+                       help="show the traceback of a start-up failure")
+    serve.add_argument("--admin", metavar="HOST:PORT",
+                       help="serve /metrics, the web console and the control API here "
+                            "(admin.listener)")
+    serve.add_argument("--nodes", type=int, default=1, metavar="N",
+                       help="emulate a cluster of N nodes in this process, each on its own "
+                            "listener (for testing clients; default 1)")
+
+
+def run_pipeline(argv: list[str]) -> int:
+    # Imported only here: the broker never imports pyspark.
+    from kafkette.pipeline.cli import main as pipeline_main
+
+    return pipeline_main(argv)
+
+
+def _import_broker() -> None:
+    # In a thread, while the event loop answers ApiVersions on the early listeners.
+    from kafkette.protocol.kio_import import import_kio_without_hypothesis
+
+    import_kio_without_hypothesis()
+    import kafkette.broker.server  # noqa: F401
+
+
+async def serve(config: BrokerConfig, nodes: int = 1) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    gc_tuning.tune()
+    # One node: listen now (ApiVersions answered at once, other requests wait for the broker).
+    early: dict[str, EarlyListener] = await listen_early(config) if nodes == 1 else {}
+    try:
+        await loop.run_in_executor(None, _import_broker)
+        from ..server import Broker
+
+        broker = Broker(config, nodes=nodes, early=early)
+        await broker.start()
+    except BaseException:
+        for listener in early.values():
+            if not listener.adopted:
+                listener.close()
+        raise
+    frozen = asyncio.ensure_future(gc_tuning.freeze_when_ready(broker))
+    # One line with the bound address (a line a node), so scripts starting with port 0 find it.
+    if nodes == 1:
+        host, port = broker.bound
+        print(f"kafkette listening on {host}:{port}", flush=True)
+    else:
+        for view in broker.views:
+            host, port = view.bound
+            print(f"kafkette listening on {host}:{port} (node.id={view.node_id})", flush=True)
+    if broker.admin is not None:
+        print(f"kafkette admin on {broker.admin.url}", flush=True)
+    await stop.wait()
+    frozen.cancel()
+    log = logging.getLogger("kafkette.broker")
+    log.info("shutting down")
+    await broker.stop()
+    log.info("shutdown complete")
+
+
+def fail(exc: BaseException, debug: bool) -> int:
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"kafkette: {exc}", file=sys.stderr)
+    return 2 if isinstance(exc, ConfigError) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
+        return run_pipeline(argv[1:])
+    if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
+        from . import groups_command
+
+        return groups_command.main(argv[1:])
+    if argv[:1] == ["cluster"]:
+        from . import cluster_command
+
+        return cluster_command.main(argv[1:])
+    args = parse_args(argv)
+    if args.command == "transactions":
+        from . import transactions_command
+
+        return transactions_command.run(args)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        try:
+            overrides = args.override + ([f"admin.listener={args.admin}"] if args.admin else [])
+            config = BrokerConfig.from_sources(args.config, overrides)
+            config.validate()  # fail before the event loop starts
+            admin_address(config)
+            logging.getLogger("kafkette.broker").debug("event loop: %s", loop_name())
+            if args.nodes < 1:
+                raise ConfigError(f"--nodes must be at least 1, got {args.nodes}")
+            run(serve(config, args.nodes))
+        except Exception as exc:
+            if not isinstance(exc, startup_errors()):
+                raise
+            return fail(exc, args.debug)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

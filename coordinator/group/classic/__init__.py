@@ -1,0 +1,1 @@
+"""Classic groups: the group state machine, JoinGroup/SyncGroup and the group manager."""

@@ -1,0 +1,1 @@
+"""Committed offsets: the manager, the compact store, bulk replay and transactional offsets."""
