@@ -22,7 +22,7 @@ import logging
 import struct
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkette.coordinator.runtime.coordinator_runtime import DurableFuture
 from kafkette.coordinator.runtime.serving import SERVING_NODE
@@ -40,6 +40,7 @@ from .routes import REPEATS
 
 if TYPE_CHECKING:
     from .services import Services
+    from .stats import BrokerStats
 
 log = logging.getLogger("kafkette.connection")
 
@@ -54,6 +55,7 @@ class ConnectionOwner(Protocol):
     services: Services
     connections: set[KafkaConnection]
     faults: FaultRegistry
+    stats: BrokerStats
 
 
 
@@ -114,7 +116,8 @@ class KafkaConnection(asyncio.Protocol):
 
     # asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream server's protocol is always handed a (read-write) Transport.
+        self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"

@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.group.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
 from kafkette.coordinator.runtime.error_codes import INCONSISTENT_GROUP_PROTOCOL, NONE
-from kafkette.protocol.build import item_type, make
+from kafkette.protocol.build import field_names, item_type, make
 from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
@@ -30,7 +30,7 @@ AUTH_OPS_OMITTED = -(2**31)
 
 @cache
 def _constructor(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
-    present = [n for n in names if n in cls.__dataclass_fields__]
+    present = [n for n in names if n in field_names(cls)]
     source = (f"def build({', '.join(names)}):\n"
               f"    return cls({', '.join(f'{n}={n}' for n in present)})\n")
     namespace: dict[str, Any] = {"cls": cls}
