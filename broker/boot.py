@@ -19,7 +19,7 @@ import os
 import socket
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .api_versions import TRANSACTION_VERSION, early_answer
 
@@ -134,7 +134,8 @@ class EarlyConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream server's protocol is always handed a (read-write) Transport.
+        self.transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._owner._early.discard(self)

@@ -123,14 +123,14 @@ class ConfigKey(NamedTuple):  # a NamedTuple, not a dataclass: cheap at start-up
 
 
 def at_least(low: int) -> Callable[[object], str | None]:
-    return lambda v: None if v >= low else f"Value must be at least {low}"  # type: ignore[operator]
+    return lambda v: None if v >= low else f"Value must be at least {low}"  # type: ignore[operator]  # the key's parser ran first: the value is an int
 
 
 def between(low: int, high: int) -> Callable[[object], str | None]:
     def check(value: object) -> str | None:
-        if value < low:  # type: ignore[operator]
+        if value < low:  # type: ignore[operator]  # the key's parser ran first: the value is an int
             return f"Value must be at least {low}"
-        return f"Value must be no more than {high}" if value > high else None  # type: ignore[operator]
+        return f"Value must be no more than {high}" if value > high else None  # type: ignore[operator]  # the key's parser ran first: the value is an int
     return check
 
 
@@ -145,7 +145,7 @@ def one_of(*choices: str) -> Callable[[object], str | None]:
 
 def _listener_list(value: object) -> str | None:
     try:
-        parse_listeners(",".join(value))  # type: ignore[arg-type]
+        parse_listeners(",".join(value))  # type: ignore[arg-type]  # the key's parser ran first: the value is a list of str
     except ConfigError as exc:
         return str(exc)
     return None

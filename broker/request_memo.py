@@ -67,7 +67,7 @@ class RequestMemo:
     def rest_matches(self, frame: bytes) -> bool:
         """Whether ``frame`` (equal to the memo's up to its first window) is equal to it past
         every window too."""
-        for at, part in self.rest:  # type: ignore[union-attr]  # noqa: SIM110 - no generator
+        for at, part in self.rest:  # type: ignore[union-attr]  # the connection calls it only for a windowed memo (rest set)  # noqa: SIM110 - no generator
             if not frame.startswith(part, at):
                 return False
         return True

@@ -238,7 +238,7 @@ def _classic_member(meta: ClassicMemberMetadata) -> bytes:
 def encode_key(key: AnyKey) -> bytes:
     record_type = RECORD_TYPES.get(type(key))
     if record_type is None:
-        return group_records.encode_key(key)  # type: ignore[arg-type]
+        return group_records.encode_key(key)  # type: ignore[arg-type]  # keys outside RECORD_TYPES are the offset-commit and group-metadata keys group_records takes
     out = bytearray(_I16.pack(record_type))
     _legacy_str(out, key.group)
     for name in _KEY_TYPES[record_type][1]:
@@ -325,7 +325,7 @@ def decode_value(key: AnyKey, data: bytes | memoryview | None) -> AnyValue | Non
         return None
     record_type = RECORD_TYPES.get(type(key))
     if record_type is None:
-        return group_records.decode_value(key, data)  # type: ignore[arg-type]
+        return group_records.decode_value(key, data)  # type: ignore[arg-type]  # keys outside RECORD_TYPES are the offset-commit and group-metadata keys group_records takes
     r = RecordReader(data, 0, flexible=True)
     version = r.i16()
     if version != 0:

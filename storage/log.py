@@ -299,7 +299,7 @@ class PartitionLog(LogRetention):
             # earlier append must not become visible through it).
             s, wpos, bufs = pending[0]
             try:
-                pwritev_all(s.fd, bufs, wpos)  # type: ignore[arg-type]
+                pwritev_all(s.fd, bufs, wpos)  # type: ignore[arg-type]  # a segment with pending writes is open (fd set)
             except OSError as exc:
                 self._on_error(exc)
                 raise KafkaStorageError(f"log {self.topic}-{self.partition}: {exc}") from exc

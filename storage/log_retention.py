@@ -74,7 +74,7 @@ class LogRetention(LogReads):
         def work() -> None:
             if cut is not None:
                 os.ftruncate(cut[0].open_in_thread(), cut[1])
-                os.fsync(cut[0].fd)  # type: ignore[arg-type]
+                os.fsync(cut[0].fd)  # type: ignore[arg-type]  # open_in_thread on the line above set fd
                 for suffix in (".index", ".timeindex"):  # it is the active segment again
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(cut[0].path.with_name(segment_name(cut[0].base_offset, suffix)))

@@ -24,7 +24,7 @@ from typing import Any
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # absent on Windows; callers check for None
 
 from . import cleaner
 from .log import KafkaStorageError, PartitionLog

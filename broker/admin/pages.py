@@ -71,11 +71,11 @@ def _topics_table(topics: list[dict[str, Any]]) -> str:
     return _table(["Topic", "Partitions", "Records", "Size"], rows, "topics", "no topics yet")
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
+        n /= 1024
     return str(n)
 
 

@@ -36,8 +36,8 @@ def respond_with(answer: Any, build: Callable[[Any], Any]) -> Any:
     def done(f: asyncio.Future) -> None:
         if f.cancelled():
             out.cancel()
-        elif f.exception() is not None:
-            out.set_exception(f.exception())  # type: ignore[arg-type]
+        elif (error := f.exception()) is not None:
+            out.set_exception(error)
         else:
             out.set_result(build(f.result()))
     answer.add_done_callback(done)

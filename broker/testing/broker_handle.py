@@ -148,13 +148,13 @@ class KafkaCluster:
     def coordinator_of(self, group_id: str) -> int:
         """The node hosting the group's coordinator now."""
         def find() -> int:
-            coord = self.runner.broker.coordinator  # type: ignore[union-attr]
+            coord = self.runner.broker.coordinator  # type: ignore[union-attr]  # runner.run runs find only while the broker is up
             assert coord is not None, "the broker's group coordinator has not started"
             return coord.owners[coord.partition_for(group_id)]
         return self.runner.run(find)
 
     def leader_of(self, topic: str, partition: int) -> int:
-        return self.runner.run(lambda: self.runner.broker.cluster_nodes.leader(topic, partition))  # type: ignore[union-attr]
+        return self.runner.run(lambda: self.runner.broker.cluster_nodes.leader(topic, partition))  # type: ignore[union-attr]  # runner.run runs it only while the broker is up; leader_of is for --nodes brokers, which have cluster_nodes
 
     def inject(self, api: str | int, error: str | int | None = None, count: int = 1,
                **options: Any) -> dict[str, Any]:

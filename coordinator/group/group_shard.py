@@ -132,11 +132,11 @@ class GroupCoordinatorShard:
                 decoded = cgr.decode_key(key)
                 if type(decoded) in cgr.RECORD_TYPES:
                     self.consumer_manager().replay(
-                        decoded, cgr.decode_value(decoded, value))  # type: ignore[arg-type]
+                        decoded, cgr.decode_value(decoded, value))  # type: ignore[arg-type]  # the record key's type fixes the value's type
                     return
             if isinstance(decoded, GroupMetadataKey):
                 group_value = None if value is None else group_records.decode_value(decoded, value)
-                self.group_manager.replay_group(decoded.group, group_value)  # type: ignore[arg-type]
+                self.group_manager.replay_group(decoded.group, group_value)  # type: ignore[arg-type]  # the record key's type fixes the value's type
                 if value is None:
                     self.offset_manager.forget_prefixes()
                 return

@@ -81,7 +81,7 @@ class SystemClock:
         timer = self._timers.get(key)
         if timer is None or timer.tag is not tag:
             return False
-        deadline = self._loop.time() + (delay_ms / 1000 if delay_ms > 0 else 0)  # type: ignore[union-attr]
+        deadline = self._loop.time() + (delay_ms / 1000 if delay_ms > 0 else 0)  # type: ignore[union-attr]  # a pending timer was made by schedule, which binds _loop
         if timer.handle_at > deadline:
             return False
         timer.deadline = deadline

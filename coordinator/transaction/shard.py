@@ -360,7 +360,7 @@ class TransactionShard:
         if not self._alive:
             return
         try:
-            _response, waiter = self.context.write(op)  # type: ignore[attr-defined]
+            _response, waiter = self.context.write(op)  # type: ignore[attr-defined]  # the context is the runtime's PartitionContext, whose write ShardContext does not name
         except Exception as exc:  # noqa: BLE001 - the shard is reloading: it resumes on load
             log.debug("__transaction_state-%d: completing a transaction failed: %r",
                       self.partition, exc)
@@ -451,7 +451,7 @@ class TransactionShard:
         elif md.state in (PREPARE_COMMIT, PREPARE_ABORT):
             code = CONCURRENT_TRANSACTIONS
         return {(t, p): code if code != NONE else
-                NONE if p in md.partitions.get(t, ()) else TRANSACTION_ABORTABLE  # type: ignore[union-attr]
+                NONE if p in md.partitions.get(t, ()) else TRANSACTION_ABORTABLE  # type: ignore[union-attr]  # md was checked for None above (a missing transaction answers earlier)
                 for t, ps in partitions.items() for p in ps}
 
     def describe(self, tid: str) -> TxnMetadata | None:

@@ -9,6 +9,7 @@ of symlinks to the folders and checks it as installed. Run by hand the same way:
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,17 @@ def test_packages_type_check(tmp_path: Path) -> None:
         args += ["-p", f"kafkette.{package}"]
     result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"mypy found type errors:\n{result.stdout}{result.stderr}"
+
+
+IGNORE = re.compile(r"#\s*type:\s*ignore")
+# The error code, then a comment saying why the checker cannot see what the code relies on.
+EXPLAINED_IGNORE = re.compile(r"# type: ignore\[[a-z-]+(, [a-z-]+)*\]  # (?!noqa)\S")
+
+
+def test_every_type_ignore_names_its_code_and_says_why() -> None:
+    unexplained = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+                   for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+                   for number, line in enumerate(path.read_text().splitlines(), 1)
+                   if IGNORE.search(line) and not EXPLAINED_IGNORE.search(line)]
+    assert not unexplained, "type: ignore without an error code and a reason:\n" + "\n".join(
+        unexplained)

@@ -257,7 +257,7 @@ class ConsumerGroup:
                 if value is None:
                     self._check_deletable()
                 else:
-                    self.group_epoch = value.epoch  # type: ignore[union-attr]
+                    self.group_epoch = value.epoch  # type: ignore[union-attr]  # the record key's type fixes the value's type
             case cgr.ConsumerGroupPartitionMetadataKey():
                 assert value is None or isinstance(value, cgr.ConsumerGroupPartitionMetadataValue)
                 self.subscription_metadata = ({} if value is None
@@ -267,7 +267,7 @@ class ConsumerGroup:
                     self._replay_member_removal(member_id)
                 else:
                     old = self.members.get(member_id) or ConsumerGroupMember(member_id)
-                    self._put_member(old.replay_metadata(value))  # type: ignore[arg-type]
+                    self._put_member(old.replay_metadata(value))  # type: ignore[arg-type]  # the record key's type fixes the value's type
             case cgr.ConsumerGroupTargetAssignmentMetadataKey():
                 if value is None:
                     if self.target:
@@ -275,10 +275,10 @@ class ConsumerGroup:
                                               "tombstone while members still have a target")
                     self.assignment_epoch = -1
                 else:
-                    self.assignment_epoch = value.assignment_epoch  # type: ignore[union-attr]
+                    self.assignment_epoch = value.assignment_epoch  # type: ignore[union-attr]  # the record key's type fixes the value's type
             case cgr.ConsumerGroupTargetAssignmentMemberKey(member_id=member_id):
                 new = (None if value is None
-                       else assignment_from_records(value.topic_partitions))  # type: ignore[union-attr]
+                       else assignment_from_records(value.topic_partitions))  # type: ignore[union-attr]  # the record key's type fixes the value's type
                 self._set_target(member_id, new)
             case cgr.ConsumerGroupCurrentMemberAssignmentKey(member_id=member_id):
                 current = self.members.get(member_id)
@@ -290,7 +290,7 @@ class ConsumerGroup:
                             assigned_partitions={}, partitions_pending_revocation={}))
                 else:
                     base = current or ConsumerGroupMember(member_id)
-                    self._put_member(base.replay_assignment(value))  # type: ignore[arg-type]
+                    self._put_member(base.replay_assignment(value))  # type: ignore[arg-type]  # the record key's type fixes the value's type
             case cgr.ConsumerGroupRegularExpressionKey(regular_expression=regex):
                 if value is None:
                     self.resolved_regexes.pop(regex, None)

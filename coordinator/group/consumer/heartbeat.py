@@ -537,10 +537,10 @@ def rebalance_timeout_expired(group: ConsumerGroup | None, member_id: str, membe
     """The rebalance timer armed when the member entered UNREVOKED_PARTITIONS at
     ``member_epoch`` fired: fence it if it is still there, at that epoch, still revoking."""
     member = group.members.get(member_id) if group is not None else None
-    if (member is None or member.member_epoch != member_epoch
+    if (group is None or member is None or member.member_epoch != member_epoch
             or member.state != MemberState.UNREVOKED_PARTITIONS):
         return []
-    return fence_member(group, member_id, lookup)  # type: ignore[arg-type]
+    return fence_member(group, member_id, lookup)
 
 
 def session_timeout_expired(group: ConsumerGroup | None, member_id: str,

@@ -136,7 +136,7 @@ class ConsumerGroupMember:
             changes["client_host"] = client_host
         if not changes:
             return self
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, **changes)  # type: ignore[arg-type]  # each value in changes has its field's type; a **dict is typed by the union of its values
 
     def with_member_id(self, member_id: str) -> ConsumerGroupMember:
         """A static member's new incarnation inherits everything but the id."""

@@ -191,20 +191,20 @@ def downgrade_records(group: ConsumerGroup, leaving_member_id: str, name_of: Top
     protocol = select_classic_protocol(remaining)
     members = []
     for m in remaining:
-        meta = dict((p.name, p.metadata) for p in m.classic_member_metadata.supported_protocols)  # type: ignore[union-attr]
+        meta = dict((p.name, p.metadata) for p in m.classic_member_metadata.supported_protocols)  # type: ignore[union-attr]  # checked above: every remaining member has classic metadata
         subscription = meta.get(protocol or "", b"")
         source = leaving_member_id if joining is not None and m is joining else m.member_id
         assignment = write_assignment(_by_name(group.target_of(source), name_of),
                                       _subscription_version(subscription))
         members.append(MemberMetadata(
             m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-            m.classic_member_metadata.session_timeout_ms, subscription, assignment))  # type: ignore[union-attr]
+            m.classic_member_metadata.session_timeout_ms, subscription, assignment))  # type: ignore[union-attr]  # checked above: every remaining member has classic metadata
     ids = [m.member_id if m.member_id != leaving_member_id or joining is None else joining.member_id
            for m in group.members.values()]
     out = records.group_deletion(group.group_id, ids, group.resolved_regexes)
     value = GroupMetadataValue("consumer", group.group_epoch, protocol,
                                members[0].member_id if members else None, now_ms, tuple(members))
-    out.append((GroupMetadataKey(group.group_id), value))  # type: ignore[arg-type]
+    out.append((GroupMetadataKey(group.group_id), value))  # type: ignore[arg-type]  # the downgrade's last record is the classic group's, written among the consumer group's tombstones
     return out
 
 

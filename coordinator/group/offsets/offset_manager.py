@@ -191,7 +191,7 @@ class OffsetMetadataManager:
         topics = self.offsets.get(key.group)
         parts = topics.get(key.topic) if topics is not None else None
         if parts is not None and parts.pop(key.partition) and not parts:
-            del topics[key.topic]  # type: ignore[union-attr]
+            del topics[key.topic]  # type: ignore[union-attr]  # parts is not None only when topics is not None
             if not topics:
                 del self.offsets[key.group]
             self.parts_by_prefix.clear()
@@ -292,7 +292,7 @@ class OffsetMetadataManager:
                         or entry.expire_timestamp != expire or entry.metadata != md:
                     entry = self._last_entry = built_entry(md, now_ms, expire)
             # set on the first partition: entry_md starts as None, never a partition's metadata
-            entries.append(entry)  # type: ignore[arg-type]
+            entries.append(entry)  # type: ignore[arg-type]  # set on the first partition (see the comment above)
         if not records:
             return Result((), errors)
         if group is None:

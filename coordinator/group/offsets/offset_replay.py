@@ -153,7 +153,7 @@ def _plain_records(batch: bytes, n: int) -> list[tuple[bytes, bytes | None]] | N
     walked = plain_key_values(batch, HEADER_SIZE, n)
     if walked is None or walked[1] != len(batch):
         return None
-    return [kv for kv in walked[0] if kv[0] is not None]  # type: ignore[misc]
+    return [kv for kv in walked[0] if kv[0] is not None]  # type: ignore[misc]  # plain_key_values slices bytes, so keys and values are bytes; null keys are dropped here
 
 
 def _record(data: bytes, start: int, delta_bytes: int

@@ -238,12 +238,12 @@ class TopicOffsets:
             entry = self.table[m]
             if entry is UNDECODABLE:
                 return None
-            return self.offsets[p], self.epochs[p], entry  # type: ignore[return-value]
+            return self.offsets[p], self.epochs[p], entry  # type: ignore[return-value]  # UNDECODABLE is the table's only non-value entry and is excluded above
         if self.sparse is None or p not in self.sparse:
             return None
         offset, epoch, m = self.sparse[p]
         entry = self.table[m]
-        return None if entry is UNDECODABLE else (offset, epoch, entry)  # type: ignore[return-value]
+        return None if entry is UNDECODABLE else (offset, epoch, entry)  # type: ignore[return-value]  # UNDECODABLE is the table's only non-value entry and is excluded here
 
     def partitions(self) -> list[int]:
         """Partitions with an offset (undecodable ones included), ascending."""
