@@ -12,7 +12,10 @@ handled only once everything before it is answered: it sees what the commits bef
 (reads also wait behind pending writes in the runtime), as with one request at a time.
 
 What a handler may return is listed in ``responses``; framing happens there. A Future (completed
-by a callback) needs no task; only other awaitables run as one.
+by a callback) needs no task; only other awaitables run as one. A parked JoinGroup/SyncGroup
+response (``ParkedResponse``) is written the moment the coordinator completes it, inside the
+transition that completes it, as Kafka answers every awaiting member in one pass: a request read
+afterwards, on any connection, is never answered first.
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .context import RequestContext
 from .faults import FaultRegistry
 from .registry import ROUTES
-from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
+from .responses import (
+    CLOSE_CONNECTION,
+    NO_RESPONSE,
+    ParkedResponse,
+    SplicedResponse,
+    frame_response,
+    write_spliced,
+)
 from .routes import REPEATS
 
 if TYPE_CHECKING:
@@ -221,17 +231,42 @@ class KafkaConnection(asyncio.Protocol):
         waiting = self._waiting
         waiting.append((corr, api_codec, result, fut, self._started))
         if len(waiting) == 1 and fut is not None:
-            fut.add_done_callback(self._answered)
+            if type(fut) is ParkedResponse:
+                fut.add_listener(self._parked_answered)
+            else:
+                fut.add_done_callback(self._answered)
 
     def _answered(self, _fut: asyncio.Future | None = None) -> None:
-        """The first unanswered request has its response: send every response ready in order
-        (one socket write), then handle what waited behind them."""
+        """The first unanswered request has its response (a callback in its own loop turn):
+        send every response ready, then handle what waited behind them."""
+        if self._send_answered():
+            self._drain()
+
+    def _parked_answered(self, fut: asyncio.Future) -> None:
+        """A parked response is completed: called synchronously by whatever completed it (a
+        coordinator transition, inside another connection's request or the runtime's flush).
+        Its frame, and those ready behind it, are written now, so nothing read afterwards is
+        answered first; the requests queued behind it are handled in a later loop turn, never
+        re-entrantly inside the completer."""
+        if not self._send_answered():
+            return
+        if self._queue and not self._barrier:
+            fut.get_loop().call_soon(self._drain)
+        else:
+            self._update_reading()
+
+    def _send_answered(self) -> bool:
+        """Send, in order and with one socket write, every response ready at the head of the
+        unanswered ones; False if a handler failed (the connection is closed)."""
         waiting = self._waiting
         while waiting:
             corr, api_codec, result, fut, started = waiting[0]
             if fut is not None:
                 if not fut.done():
-                    fut.add_done_callback(self._answered)
+                    if type(fut) is ParkedResponse:
+                        fut.add_listener(self._parked_answered)
+                    else:
+                        fut.add_done_callback(self._answered)
                     break
                 try:
                     result = fut.result()
@@ -243,7 +278,7 @@ class KafkaConnection(asyncio.Protocol):
                                   self.peer,
                                   exc_info=None if fut.cancelled() else fut.exception())
                         self.close(None)
-                    return
+                    return False
                 if fut is self._task:
                     self._task = None
             waiting.popleft()
@@ -252,7 +287,7 @@ class KafkaConnection(asyncio.Protocol):
         if not waiting:
             self._barrier = False
         self._flush()
-        self._drain()
+        return True
 
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
         if self._stats is not None:  # latency is measured only for the admin server's metrics
