@@ -27,7 +27,7 @@ import logging
 import struct
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
@@ -49,6 +49,7 @@ from .routes import PIPELINED, REPEATS
 
 if TYPE_CHECKING:
     from .services import Services
+    from .stats import BrokerStats
 
 log = logging.getLogger("kafkette.connection")
 
@@ -63,6 +64,7 @@ class ConnectionOwner(Protocol):
     services: Services
     connections: set[KafkaConnection]
     faults: FaultRegistry
+    stats: BrokerStats
 
 
 
@@ -127,13 +129,14 @@ class KafkaConnection(asyncio.Protocol):
 
     # asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # a stream server's transport (uvloop's need not subclass asyncio.Transport)
+        self.transport = stream = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
             self.client_host = f"/{peer[0]}"
         self.broker.connections.add(self)
-        self.transport.set_write_buffer_limits(high=self._max_unsent)
+        stream.set_write_buffer_limits(high=self._max_unsent)
         if self._idle_ms > 0:
             self._idle_handle = asyncio.get_running_loop().call_later(
                 self._idle_ms / 1000, self._check_idle

@@ -60,8 +60,8 @@ def _complete_parked(parked: ParkedResponse, build: Callable[[Any], Any],
         return
     if answer.cancelled():
         parked.cancel()
-    elif answer.exception() is not None:
-        parked.set_exception(answer.exception())  # type: ignore[arg-type]
+    elif (failure := answer.exception()) is not None:
+        parked.set_exception(failure)
     else:
         try:
             response = build(answer.result())
