@@ -67,6 +67,14 @@ def unsupported_api_versions_response() -> Any:
     return cls(error_code=ErrorCode.unsupported_version, api_keys=api_keys)
 
 
+def unsupported_version_answer() -> tuple[Any, Any]:
+    """(api codec, response) of a request of a version not served: answered as v0 with
+    UNSUPPORTED_VERSION so the client can downgrade (KIP-511)."""
+    from kafkette.protocol.codec import codec
+
+    return codec(API_VERSIONS_KEY, 0), unsupported_api_versions_response()
+
+
 @cache
 def _response(version: int, error: Any, transaction_version: int) -> Any:
     # The route table is static data, so each version's answer never changes.

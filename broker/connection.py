@@ -4,15 +4,20 @@ Requests on one connection are processed one at a time, as Kafka does (it mutes 
 until its response is sent); a request that waits (long-poll Fetch, parked JoinGroup) holds
 back only its own connection. Handlers that answer synchronously take a fast path with no task.
 
-One exception, invisible to the client: OffsetCommit is pipelined. Its op is applied to the
-coordinator's memory when it is handled and its future only waits for the offset record to be
-durable, so the OffsetCommits that follow it are handled meanwhile (the runtime batches their
-records into one append). Responses still leave in request order, and any other request is
-handled only once everything before it is answered: it sees what the commits before it wrote
-(reads also wait behind pending writes in the runtime), as with one request at a time.
+One exception, invisible to the client: a route may declare its API pipelined (broker/routes.py;
+OffsetCommit). Its op is applied to the coordinator's memory when it is handled and its future
+only waits for the offset record to be durable, so the requests of that API that follow it are
+handled meanwhile (the runtime batches their records into one append). Responses still leave in
+request order, and any other request is handled only once everything before it is answered: it
+sees what the commits before it wrote (reads also wait behind pending writes in the runtime), as
+with one request at a time. The connection knows no API by its key: pipelining, memoised
+repeats (request_memo) and the answer to an unsupported version are properties of the route.
 
 What a handler may return is listed in ``responses``; framing happens there. A Future (completed
-by a callback) needs no task; only other awaitables run as one.
+by a callback) needs no task; only other awaitables run as one. A parked JoinGroup/SyncGroup
+response (``ParkedResponse``) is written the moment the coordinator completes it, inside the
+transition that completes it, as Kafka answers every awaiting member in one pass: a request read
+afterwards, on any connection, is never answered first.
 """
 
 from __future__ import annotations
@@ -24,19 +29,23 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from kafkette.coordinator.runtime.coordinator_runtime import DurableFuture
-from kafkette.coordinator.runtime.serving import SERVING_NODE
 from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, HeaderParser
 
 from . import request_log, request_memo
-from .api_versions import API_VERSIONS_KEY, unsupported_api_versions_response
 from .cluster.faults import FaultRegistry
 from .context import RequestContext
 from .registry import ROUTES
-from .responses import CLOSE_CONNECTION, NO_RESPONSE, SplicedResponse, frame_response, write_spliced
-from .routes import REPEATS
+from .responses import (
+    CLOSE_CONNECTION,
+    NO_RESPONSE,
+    ParkedResponse,
+    SplicedResponse,
+    frame_response,
+    write_spliced,
+)
+from .routes import PIPELINED, REPEATS
 
 if TYPE_CHECKING:
     from .services import Services
@@ -44,8 +53,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkette.connection")
 
-# OffsetCommit (api key 8, the first two bytes of a request): see the module docstring.
-_PIPELINED_KEY = b"\x00\x08"
+# The first two bytes (the api key) of a request of a pipelined API: see the module docstring.
+_PIPELINED_PREFIXES = tuple(struct.pack(">h", key) for key in sorted(PIPELINED))
 
 
 class ConnectionOwner(Protocol):
@@ -104,7 +113,11 @@ class KafkaConnection(asyncio.Protocol):
         self._fault_map = broker.faults.by_api  # empty (falsy) unless a fault is registered
         self._node_id = broker.services.cluster.node_id
         # Several nodes share one group coordinator: it is told which node a request came to.
-        self._serving_node = self._node_id if broker.services.cluster.nodes is not None else None
+        self._serve_as = broker.services.cluster.serving_node_setter()
+        # isEnabledFor(DEBUG) of the request log, read again at most once a second (_refresh_debug)
+        self._debug = False
+        self._debug_read_at = -1.0
+        self._refresh_debug(time.monotonic())
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
@@ -116,14 +129,14 @@ class KafkaConnection(asyncio.Protocol):
 
     # asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream server's protocol is always handed a (read-write) Transport.
-        self.transport = cast(asyncio.Transport, transport)
+        # a stream server's transport (uvloop's need not subclass asyncio.Transport)
+        self.transport = stream = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
             self.client_host = f"/{peer[0]}"
         self.broker.connections.add(self)
-        self.transport.set_write_buffer_limits(high=self._max_unsent)
+        stream.set_write_buffer_limits(high=self._max_unsent)
         if self._idle_ms > 0:
             self._idle_handle = asyncio.get_running_loop().call_later(
                 self._idle_ms / 1000, self._check_idle
@@ -150,7 +163,9 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
     def data_received(self, data: bytes) -> None:
-        self._last_active = time.monotonic()
+        now = self._last_active = time.monotonic()
+        if now - self._debug_read_at >= 1.0:
+            self._refresh_debug(now)
         try:
             frames = self._reader.feed(data)
         except FrameError as exc:
@@ -163,6 +178,12 @@ class KafkaConnection(asyncio.Protocol):
                 self._drain()  # ends with _update_reading
                 return
         self._update_reading()
+
+    def _refresh_debug(self, now: float) -> None:
+        """Whether the request log is at DEBUG (one line per request): read at most once a
+        second, not per request, so a level change reaches open connections within a second."""
+        self._debug_read_at = now
+        self._debug = _request_log.isEnabledFor(logging.DEBUG)
 
     def _update_reading(self) -> None:
         """Pause or resume reading from the socket as the queues and the write buffer say."""
@@ -185,7 +206,7 @@ class KafkaConnection(asyncio.Protocol):
         waiting = self._waiting
         while queue and not self._closed and not self._write_blocked and not self._barrier:
             frame = queue[0]
-            if waiting and not frame.startswith(_PIPELINED_KEY):
+            if waiting and not frame.startswith(_PIPELINED_PREFIXES):
                 break  # handled once every request before it is answered
             queue.popleft()
             self._queued_bytes -= len(frame)
@@ -207,9 +228,9 @@ class KafkaConnection(asyncio.Protocol):
                     self._send(corr, api_codec, result)
                 continue
             if kind is _FUTURE:
-                # An OffsetCommit's future that waits for durability only: keep handling
-                # requests behind it. Anything else waits for its answer before the next one.
-                if type(result) is not DurableFuture or api_codec.api_key != 8:
+                # A pipelined API's future waits for durability only: keep handling requests
+                # behind it. Anything else waits for its answer before the next one.
+                if api_codec.api_key not in PIPELINED:
                     self._barrier = True
                 self._wait(corr, api_codec, None, result)
                 continue
@@ -224,17 +245,42 @@ class KafkaConnection(asyncio.Protocol):
         waiting = self._waiting
         waiting.append((corr, api_codec, result, fut, self._started))
         if len(waiting) == 1 and fut is not None:
-            fut.add_done_callback(self._answered)
+            if type(fut) is ParkedResponse:
+                fut.add_listener(self._parked_answered)
+            else:
+                fut.add_done_callback(self._answered)
 
     def _answered(self, _fut: asyncio.Future | None = None) -> None:
-        """The first unanswered request has its response: send every response ready in order
-        (one socket write), then handle what waited behind them."""
+        """The first unanswered request has its response (a callback in its own loop turn):
+        send every response ready, then handle what waited behind them."""
+        if self._send_answered():
+            self._drain()
+
+    def _parked_answered(self, fut: asyncio.Future) -> None:
+        """A parked response is completed: called synchronously by whatever completed it (a
+        coordinator transition, inside another connection's request or the runtime's flush).
+        Its frame, and those ready behind it, are written now, so nothing read afterwards is
+        answered first; the requests queued behind it are handled in a later loop turn, never
+        re-entrantly inside the completer."""
+        if not self._send_answered():
+            return
+        if self._queue and not self._barrier:
+            fut.get_loop().call_soon(self._drain)
+        else:
+            self._update_reading()
+
+    def _send_answered(self) -> bool:
+        """Send, in order and with one socket write, every response ready at the head of the
+        unanswered ones; False if a handler failed (the connection is closed)."""
         waiting = self._waiting
         while waiting:
             corr, api_codec, result, fut, started = waiting[0]
             if fut is not None:
                 if not fut.done():
-                    fut.add_done_callback(self._answered)
+                    if type(fut) is ParkedResponse:
+                        fut.add_listener(self._parked_answered)
+                    else:
+                        fut.add_done_callback(self._answered)
                     break
                 try:
                     result = fut.result()
@@ -246,7 +292,7 @@ class KafkaConnection(asyncio.Protocol):
                                   self.peer,
                                   exc_info=None if fut.cancelled() else fut.exception())
                         self.close(None)
-                    return
+                    return False
                 if fut is self._task:
                     self._task = None
             waiting.popleft()
@@ -255,7 +301,7 @@ class KafkaConnection(asyncio.Protocol):
         if not waiting:
             self._barrier = False
         self._flush()
-        self._drain()
+        return True
 
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
         if self._stats is not None:  # latency is measured only for the admin server's metrics
@@ -285,9 +331,10 @@ class KafkaConnection(asyncio.Protocol):
                 self.close(f"unknown api key {key} (version {version})")
                 return None
             if not route.min_accepted <= version <= route.max_version:
-                if key == API_VERSIONS_KEY:
-                    # KIP-511: answer as v0 with UNSUPPORTED_VERSION so the client can downgrade.
-                    return corr, codec(API_VERSIONS_KEY, 0), unsupported_api_versions_response()
+                refuse = route.refuse_version
+                if refuse is not None:  # ApiVersions: answered so the client can downgrade
+                    refusal_codec, refusal = refuse()
+                    return corr, refusal_codec, refusal
                 self.close(f"unsupported version {version} of api key {key}")
                 return None
             api_codec = codec(key, version)
@@ -303,8 +350,9 @@ class KafkaConnection(asyncio.Protocol):
             ctx = RequestContext(key, version, corr, client_id, self.client_host,
                                  self.broker.services)
             handler = route.handler
-            if (key in _IDENTICAL_APIS or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
-                memo = self._memo_of(key, version, frame, api_codec, body, ctx, handler)
+            if (route.identical_repeats or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
+                memo = self._memo_of(route.identical_repeats, key, version, frame, api_codec,
+                                     body, ctx, handler)
                 if memos is None:
                     memos = self._memos = {}
                 memos[key] = memo
@@ -313,17 +361,11 @@ class KafkaConnection(asyncio.Protocol):
                     body = memo.values(frame)
         if faulted:  # fault injection (broker/faults.py)
             handler = self._faults.handler_for(key, self._node_id, handler)
-        if self._serving_node is not None:
-            SERVING_NODE.set(self._serving_node)
+        if self._serve_as is not None:
+            self._serve_as(self._node_id)
         try:
-            # isEnabledFor(DEBUG), its cache read inline (the cache is cleared on level changes)
-            debug = _request_log_cache.get(_DEBUG)
-            if debug is None:
-                debug = _request_log.isEnabledFor(logging.DEBUG)
-            if debug and not _request_log.disabled:
-                result = request_log.handle(handler, ctx, body)  # DEBUG: one line a request
-            else:
-                result = handler(ctx, body)
+            # DEBUG: one line a request
+            result = request_log.handle(handler, ctx, body) if self._debug else handler(ctx, body)
         except Exception:
             log.exception("handler for api %d v%d failed; closing %s", key, version, self.peer)
             self.close(None)
@@ -331,10 +373,10 @@ class KafkaConnection(asyncio.Protocol):
         return corr, api_codec, result
 
     @staticmethod
-    def _memo_of(key: int, version: int, frame: bytes, api_codec: Any, body: Any,
-                 ctx: RequestContext, handler: Any) -> request_memo.RequestMemo:
+    def _memo_of(identical: bool, key: int, version: int, frame: bytes, api_codec: Any,
+                 body: Any, ctx: RequestContext, handler: Any) -> request_memo.RequestMemo:
         """The memo of a hot API's request, if it can have one (see request_memo)."""
-        if key not in _IDENTICAL_APIS:
+        if not identical:
             values, runner = REPEATS[key](ctx, body)
             windows = request_memo.windows_of(frame, values)
             if windows is not None:
@@ -411,11 +453,7 @@ class KafkaConnection(asyncio.Protocol):
 # Hot-path helpers of _dispatch -----------------------------------------------------------------
 
 _PEEK = struct.Struct(">hhi")  # api_key, api_version, correlation_id: common to every header
-_request_log = logging.getLogger(request_log.log.name)
-_request_log_cache: dict[int, bool] = getattr(_request_log, "_cache", {})
-_DEBUG = logging.DEBUG
-
-_IDENTICAL_APIS = request_memo.IDENTICAL_APIS
+_request_log = request_log.log
 _MEMO_MAX_FRAME = request_memo.MAX_FRAME
 
 _SIZE_CORR = struct.Struct(">ii")  # response frame size, correlation id

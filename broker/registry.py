@@ -12,18 +12,35 @@ returns the kio response dataclass of the same version, or one of the other answ
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
-from .routes import REGISTERED, TABLE, DuplicateRouteError, Handler, api
+from .api_versions import API_VERSIONS_KEY, unsupported_version_answer
+from .routes import (
+    IDENTICAL_REPEATS,
+    PIPELINED,
+    REGISTERED,
+    TABLE,
+    DuplicateRouteError,
+    Handler,
+    api,
+)
 
 __all__ = ["ROUTES", "ApiRoute", "DuplicateRouteError", "Handler", "api", "load_all"]
 
 
+# (api codec, response) answering a request of a version the route does not serve
+VersionRefusal = Callable[[], tuple[Any, Any]]
+
+
 class ApiRoute:
-    """One API key: its versions, its handler's module, and its handler (a stub until loaded)."""
+    """One API key: its versions, its handler's module, its handler (a stub until loaded), and
+    what the connection may do with its requests (see routes.py): ``pipelined``,
+    ``identical_repeats``, and ``refuse_version``, the answer to a version it does not serve
+    (None: the connection is closed)."""
 
     __slots__ = ("api_key", "min_version", "max_version", "min_accepted", "module", "handler",
-                 "_stub")
+                 "pipelined", "identical_repeats", "refuse_version", "_stub")
 
     def __init__(self, api_key: int, min_version: int, max_version: int, min_accepted: int,
                  module: str) -> None:
@@ -33,6 +50,10 @@ class ApiRoute:
         # Versions advertised but refused on the wire (Produce v0-2: KAFKA-18659 advertises 0).
         self.min_accepted = min_accepted
         self.module = module
+        self.pipelined = api_key in PIPELINED
+        self.identical_repeats = api_key in IDENTICAL_REPEATS
+        self.refuse_version: VersionRefusal | None = (
+            unsupported_version_answer if api_key == API_VERSIONS_KEY else None)
 
         def stub(ctx: Any, request: Any) -> Any:
             # Also what a caller that kept this stub calls after the load: one extra call.

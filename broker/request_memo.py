@@ -3,7 +3,7 @@ the bounds check, the decode and a new context.
 
 Two kinds of repeat:
 
-- *Identical* (Heartbeat, ConsumerGroupHeartbeat): byte for byte the same from byte 8 on (all
+- *Identical* (the routes' ``IDENTICAL_REPEATS``: Heartbeat, ConsumerGroupHeartbeat): byte for byte the same from byte 8 on (all
   but size and correlation id). It decodes to the same header and body, so the handler runs on
   the memo's body. Their decoded request is immutable (kio's frozen dataclasses) and their
   handlers keep neither the request nor its context past the answer.
@@ -29,8 +29,6 @@ from typing import Any
 
 from .context import RequestContext
 
-# Identical repeats are memoised for these APIs (see the module docstring).
-IDENTICAL_APIS = frozenset({12, 68})
 MAX_FRAME = 1024  # larger requests are not memoised
 MAX_WINDOWS = 16
 

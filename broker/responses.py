@@ -8,11 +8,13 @@ A handler returns one of:
 * ``NO_RESPONSE``: answer nothing (Produce with acks=0);
 * ``CLOSE_CONNECTION``: close the connection instead of answering (a failed acks=0 Produce:
   Kafka's only signal to such a producer);
-* or an ``asyncio.Future`` / awaitable that resolves to one of these.
+* or an ``asyncio.Future`` / awaitable that resolves to one of these; a :class:`ParkedResponse`
+  (a parked JoinGroup/SyncGroup answer) is written as soon as it is completed, synchronously.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import struct
@@ -46,6 +48,56 @@ class SplicedResponse:
     def __init__(self, parts: list[bytes | LogSlice], size: int) -> None:
         self.parts = parts
         self.size = size
+
+
+class ParkedResponse(asyncio.Future):
+    """The future of a parked request's response, completed at a coordinator transition (the
+    join phase ends, the group's assignment is durable). Kafka answers every awaiting member in
+    that one pass, so nothing read afterwards is answered first: besides asyncio's callbacks
+    (a later loop turn) it has listeners that run synchronously inside ``set_result`` /
+    ``set_exception`` / ``cancel``, through which the connection writes the response at once.
+    A listener runs inside whatever completed the future (another connection's request, the
+    coordinator runtime's flush): it must not handle further requests there. Its exceptions are
+    logged, never raised into the completer."""
+
+    _listeners: list[Callable[[asyncio.Future], None]] | None = None
+
+    def add_listener(self, listener: Callable[[asyncio.Future], None]) -> None:
+        """Call ``listener(self)`` when the future completes; at once if it is done already."""
+        if self.done():
+            _run_listener(listener, self)
+        elif self._listeners is None:
+            self._listeners = [listener]
+        else:
+            self._listeners.append(listener)
+
+    def set_result(self, result: Any) -> None:
+        super().set_result(result)
+        self._completed()
+
+    def set_exception(self, exception: Any) -> None:
+        super().set_exception(exception)
+        self._completed()
+
+    def cancel(self, msg: Any = None) -> bool:
+        cancelled = super().cancel(msg)
+        if cancelled:
+            self._completed()
+        return cancelled
+
+    def _completed(self) -> None:
+        listeners = self._listeners
+        if listeners:
+            self._listeners = None
+            for listener in listeners:
+                _run_listener(listener, self)
+
+
+def _run_listener(listener: Callable[[asyncio.Future], None], fut: asyncio.Future) -> None:
+    try:
+        listener(fut)
+    except Exception:
+        log.exception("writing a parked response failed")
 
 
 def frame_response(api_codec: ApiCodec, correlation_id: int, response: Any) -> bytes:

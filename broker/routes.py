@@ -57,6 +57,21 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     69: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupDescribe
 }
 
+# What a route lets the connection do besides handling one request at a time, each decoded
+# afresh (broker/connection.py acts on these and knows no API by its key):
+#
+# PIPELINED: the handler answers now or with a future that waits only for its write to be
+#   durable (its op is applied when the handler returns), so the connection handles the
+#   requests of a pipelined API behind it meanwhile; answers still leave in request order.
+PIPELINED: frozenset[int] = frozenset({8})  # OffsetCommit
+# IDENTICAL_REPEATS: a repeat identical but for its correlation id runs on the first one's
+#   decoded request and context (broker/request_memo.py): the decoded request is immutable and
+#   the handler keeps neither it nor its context past the answer. Repeats that differ in some
+#   int64 fields are registered with ``@repeats`` beside the handler (REPEATS below).
+IDENTICAL_REPEATS: frozenset[int] = frozenset({12, 68})  # Heartbeat, ConsumerGroupHeartbeat
+# A request of a version the route does not serve closes the connection, unless the route has
+# an answer for it (broker/registry.py: ApiVersions answers v0 UNSUPPORTED_VERSION, KIP-511).
+
 
 # api key -> the function its module registered (filled as handler modules are imported)
 REGISTERED: dict[int, Handler] = {}

@@ -4,15 +4,11 @@ encode."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.group.requests import JoinRequest, JoinResult, SyncRequest, SyncResult
 from kafkette.coordinator.runtime.error_codes import INCONSISTENT_GROUP_PROTOCOL, NONE
-from kafkette.protocol.build import field_names, item_type, make
+from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
@@ -25,52 +21,24 @@ GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 <<
 AUTH_OPS_OMITTED = -(2**31)
 
 
-# Built once per rebalance per member, so without ctx.respond/make's per-call field filtering:
-# ``_constructor(cls, names)(*values)`` passes ``cls`` the values of the names its version has.
-
-@cache
-def _constructor(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
-    present = [n for n in names if n in field_names(cls)]
-    source = (f"def build({', '.join(names)}):\n"
-              f"    return cls({', '.join(f'{n}={n}' for n in present)})\n")
-    namespace: dict[str, Any] = {"cls": cls}
-    exec(compile(source, f"<constructor {cls.__qualname__}>", "exec"), namespace)  # noqa: S102
-    return namespace["build"]
-
-
-_ERROR_CODES: dict[int, ErrorCode] = {}
-
-
-def _error_code(code: int) -> ErrorCode:
-    error = _ERROR_CODES.get(code)
-    if error is None:
-        error = _ERROR_CODES[code] = ErrorCode(code)
-    return error
-
-
-_JOIN_FIELDS = ("throttle_time", "error_code", "generation_id", "protocol_type", "protocol_name",
-                "leader", "skip_assignment", "member_id", "members")
-_JOIN_MEMBER_FIELDS = ("member_id", "group_instance_id", "metadata")
-_SYNC_FIELDS = ("throttle_time", "error_code", "protocol_type", "protocol_name", "assignment")
-
-
 # JoinGroup ---------------------------------------------------------------------------------------
 
 def _join_response(ctx: RequestContext, res: JoinResult):
-    v = ctx.api_version
     name = res.protocol_name
-    if v < 7:
+    if ctx.api_version < 7:
         name = name or ""
     elif name == "":
         name = None
-    cls = ctx.response_type
     members: tuple = ()
     if res.members:
-        member = _constructor(item_type(cls, "members"), _JOIN_MEMBER_FIELDS)
-        members = tuple([member(m, i, md) for m, i, md in res.members])
-    return _constructor(cls, _JOIN_FIELDS)(
-        ZERO, _error_code(res.error), res.generation, res.protocol_type, name, res.leader,
-        res.skip_assignment, res.member_id, members)
+        member_cls = item_type(ctx.response_type, "members")
+        members = tuple(make(member_cls, member_id=m, group_instance_id=i, metadata=md)
+                        for m, i, md in res.members)
+    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(res.error),
+                       generation_id=res.generation, protocol_type=res.protocol_type,
+                       protocol_name=name, leader=res.leader,
+                       skip_assignment=res.skip_assignment, member_id=res.member_id,
+                       members=members)
 
 
 @api(11, 0, 9)
@@ -94,8 +62,9 @@ def handle_join_group(ctx: RequestContext, req):
 # SyncGroup ---------------------------------------------------------------------------------------
 
 def _sync_response(ctx: RequestContext, res: SyncResult):
-    return _constructor(ctx.response_type, _SYNC_FIELDS)(
-        ZERO, _error_code(res.error), res.protocol_type, res.protocol_name, res.assignment)
+    return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(res.error),
+                       protocol_type=res.protocol_type, protocol_name=res.protocol_name,
+                       assignment=res.assignment)
 
 
 @api(14, 0, 5)

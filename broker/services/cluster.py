@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafkette.coordinator.runtime.serving import SERVING_NODE
+
 if TYPE_CHECKING:
     from ..cluster.nodes import ClusterNodes
 
@@ -23,6 +25,12 @@ class ClusterInfo:
     @property
     def advertised(self) -> tuple[str, int]:
         return self.address()
+
+    def serving_node_setter(self) -> Callable[[int], object] | None:
+        """What a connection calls with its node id before each request when several nodes
+        share one group coordinator, which then answers as the node the request came to; None
+        for a single node (the coordinator's own node serves every request)."""
+        return None if self.nodes is None else SERVING_NODE.set
 
     def brokers(self) -> list[tuple[int, str, int]]:
         """(node id, host, port) of every live node, as advertised on this listener."""

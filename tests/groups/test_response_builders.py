@@ -1,6 +1,6 @@
-"""JoinGroup/SyncGroup answers are built per version by a generated constructor
-(broker/handlers/groups._constructor): they must equal what the generic ``make`` builds, for
-every version kafkette serves, or the compiled encoder would write other bytes."""
+"""JoinGroup/SyncGroup answers, built per version by their handlers, equal what the generic
+``make`` builds for every version kafkette serves (fields a version lacks dropped, the protocol
+name as each version spells it), and encode to the same bytes."""
 
 from __future__ import annotations
 

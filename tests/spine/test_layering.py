@@ -241,3 +241,10 @@ def test_coordinators_stand_on_the_runtime_and_not_on_each_other() -> None:
                 wrong += [f"{module} -> {t}" for t in targets
                           if any(t == f or t.startswith(f + ".") for f in forbidden)]
     assert wrong == []
+
+
+def test_the_connection_imports_nothing_from_the_coordinator() -> None:
+    """The connection frames and orders requests; what it may do with an API's requests is
+    declared by the route (broker/routes.py), and the coordinator is reached through services."""
+    graph = import_graph()
+    assert sorted(t for t in graph["broker.connection"] if t.split(".")[0] == "coordinator") == []
