@@ -1,4 +1,4 @@
-"""Listening before the broker is ready (issue 20: spawn -> first ApiVersions answer).
+"""Listening before the broker is ready (what a client waits for from spawn to its first ApiVersions answer).
 
 ``kafkette serve`` binds its listeners as soon as the config is checked, before storage, the
 coordinators and the protocol codecs are imported. Until the broker is ready an

@@ -359,7 +359,7 @@ class KafkaConnection(asyncio.Protocol):
                 if memo.rest is not None and not faulted:
                     handler = memo.handler  # the plan just made runs this request too
                     body = memo.values(frame)
-        if faulted:  # fault injection (broker/faults.py)
+        if faulted:  # fault injection (broker/cluster/faults.py)
             handler = self._faults.handler_for(key, self._node_id, handler)
         if self._serve_as is not None:
             self._serve_as(self._node_id)

@@ -6,7 +6,7 @@ types (which every kio schema imports) with hypothesis hidden, so later kio impo
 loaded. It does nothing when kio's types or hypothesis are already loaded.
 
 Hiding is interpreter-wide for the duration of the import: the broker calls this where it
-boots (broker/cli.py, in the thread that loads the broker), before anything else imports kio.
+boots (broker/cli/main.py, in the thread that loads the broker), before anything else imports kio.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kafkette.coordinator.group.group_service import GroupCoordinator, unavailable_coordinator
-from kafkette.coordinator.runtime.coordinator_runtime import ParkedFuture
+from kafkette.coordinator.group.group_service import GroupCoordinator
+from kafkette.coordinator.group.unavailable import unavailable_coordinator
+from kafkette.coordinator.runtime.futures import ParkedFuture
 
 from ..responses import ParkedResponse
 

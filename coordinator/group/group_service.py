@@ -573,34 +573,3 @@ def _merge(codes: list[int], answers: list[int]) -> list[int]:
     """Request-order codes with the placeholders (-1) replaced by the shard's answers."""
     it = iter(answers)
     return [next(it) if c == -1 else c for c in codes]
-
-
-def unavailable_coordinator() -> GroupCoordinator:
-    """A coordinator that never started: every call answers COORDINATOR_NOT_AVAILABLE (what the
-    broker serves before its coordinator exists)."""
-    global _UNAVAILABLE
-    if _UNAVAILABLE is None:
-        _UNAVAILABLE = GroupCoordinator(-1, 1, _NoClock(), CoordinatorConfig(), _no_log)
-    return _UNAVAILABLE
-
-
-_UNAVAILABLE: GroupCoordinator | None = None
-
-
-class _NoClock:
-    def now_ms(self) -> int:
-        return int(time.time() * 1000)
-
-    def schedule(self, key: Any, delay_ms: int, callback: Callable[[], object],
-                 tag: object = None) -> None:
-        pass
-
-    def extend(self, key: Any, delay_ms: int, tag: object) -> bool:
-        return False
-
-    def cancel(self, key: Any) -> None:
-        pass
-
-
-def _no_log(partition: int) -> CoordinatorLog:
-    raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)

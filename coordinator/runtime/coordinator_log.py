@@ -1,6 +1,6 @@
 """The coordinator's view of one ``__consumer_offsets`` partition: append records, read them back.
 
-The broker adapts a storage partition log to this (broker/offsets_log.py); tests use ``MemoryLog``.
+The broker adapts a storage partition log to this (broker/services/offsets_log.py); tests use ``MemoryLog``.
 """
 
 from __future__ import annotations

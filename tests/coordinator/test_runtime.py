@@ -169,9 +169,9 @@ async def test_a_reload_that_fails_leaves_the_partition_loading_not_broken():
 
 
 async def test_a_coordinator_that_has_not_started_answers_coordinator_not_available():
-    from kafkette.coordinator.group.group_service import unavailable_coordinator
     from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
     from kafkette.coordinator.group.requests import JoinRequest
+    from kafkette.coordinator.group.unavailable import unavailable_coordinator
 
     for service in (unavailable_coordinator(), memory_service()[0]):
         join = service.join_group(JoinRequest("g", "", None, 10_000, 10_000, "consumer", (),

@@ -13,8 +13,9 @@ import pytest
 from kafkette.coordinator.group.offsets.offset_manager import CommitPartition
 from kafkette.coordinator.group.requests import OffsetCommitRequest
 from kafkette.coordinator.runtime.coordinator_log import MemoryLog, RawRecord
-from kafkette.coordinator.runtime.coordinator_runtime import DurableFuture, State
+from kafkette.coordinator.runtime.coordinator_runtime import State
 from kafkette.coordinator.runtime.error_codes import NOT_COORDINATOR, UNKNOWN_TOPIC_OR_PARTITION
+from kafkette.coordinator.runtime.futures import DurableFuture
 from kafkette.storage.log import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded

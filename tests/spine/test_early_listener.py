@@ -1,4 +1,4 @@
-"""The listener that is up before the broker is ready (broker/boot.py, issue 20).
+"""The listener that is up before the broker is ready (broker/boot.py).
 
 It answers ApiVersions with bytes encoded by hand (api_versions.early_answer); they must be the
 bytes the broker's kio-based handler answers, for every version and transaction.version. Any

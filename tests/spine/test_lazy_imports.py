@@ -1,4 +1,4 @@
-"""Start-up imports only what the first requests need (issue 20: spawn -> first ApiVersions).
+"""Start-up imports only what the first requests need (spawn -> first ApiVersions answer).
 
 Handler modules load when their API is first requested, the coordinators when they start (after
 the listener is up), the admin server's libraries only when it is configured. These run in a
@@ -154,7 +154,7 @@ KIP848 = ("kafkette.coordinator.group.consumer.consumer_manager",
 
 
 def test_simple_groups_load_no_consumer_group_machinery():
-    # issue 20: a restart replaying simple groups' offsets never needs KIP-848 consumer groups
+    # a restart replaying simple groups' offsets never needs KIP-848 consumer groups
     # nor the consumer-protocol codecs; the first consumer-group record brings them in.
     code = """
 import sys

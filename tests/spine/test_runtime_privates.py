@@ -1,6 +1,6 @@
 """Nothing outside the coordinator runtime touches its private names.
 
-The runtime (coordinator/runtime.py, or the coordinator/runtime/ package) is used through its
+The runtime (the coordinator/runtime/ package) is used through its
 public seam: ``PartitionContext.answer``/``write``/``read``/``schedule``..., ``pending()``,
 ``state``. A private name of the runtime (``_open``, ``_inflight``, ``_fail``, ``_Batch``...)
 used anywhere else, on anything but ``self``/``cls``, imported by name or looked up with
