@@ -23,7 +23,7 @@ from typing import Any
 
 from kafkette.protocol.codec import ApiCodec
 from kafkette.protocol.produce_response import encode_produce_response
-from kafkette.storage.log import LogSlice
+from kafkette.storage.log_read import LogSlice
 
 log = logging.getLogger("kafkette.connection")
 

@@ -11,7 +11,7 @@ fsyncs the thread had in flight (measured: ~100 µs wall per append vs ~16 witho
 
 The read path is ``LogReads`` (storage/log_read.py), truncation and deletion ``LogRetention``
 (storage/log_retention.py), both base classes of ``PartitionLog``; the errors are in
-storage/errors.py. What other code imports stays importable from here.
+storage/errors.py.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any
 
 from kafkette.protocol.control_records import control_type
 from kafkette.protocol.records import (
-    LOG_OVERHEAD,
     BatchHeader,
     CorruptRecordError,
     iter_batches,
@@ -37,13 +36,7 @@ from kafkette.protocol.records import (
 )
 
 from . import txn_index
-from .errors import (
-    InvalidTimestampError,
-    KafkaStorageError,
-    OffsetOutOfRangeError,
-    RecordTooLargeError,
-)
-from .log_read import LogSlice
+from .errors import KafkaStorageError, RecordTooLargeError
 from .log_retention import LogRetention, close_all
 from .producer_state import ProducerStateTable
 from .recovery import load_segments
@@ -471,8 +464,3 @@ class PartitionLog(LogRetention):
 
         await self._writer.call(work)
 
-
-__all__ = [
-    "AppendInfo", "InvalidTimestampError", "KafkaStorageError", "LogSlice", "OffsetOutOfRangeError",
-    "PartitionLog", "RecordTooLargeError", "LOG_OVERHEAD",
-]

@@ -27,7 +27,8 @@ except ImportError:  # Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]  # absent on Windows; callers check for None
 
 from . import cleaner
-from .log import KafkaStorageError, PartitionLog
+from .errors import KafkaStorageError
+from .log import PartitionLog
 from .recovery import (
     CLEAN_SHUTDOWN,
     LOG_START_CHECKPOINT,
@@ -386,7 +387,7 @@ class LogManager:
 
     async def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """Advance a partition's log start offset (-1 = high watermark); the new low watermark.
-        Raises UnknownTopicError or storage.log.OffsetOutOfRangeError."""
+        Raises UnknownTopicError or storage.errors.OffsetOutOfRangeError."""
         plog = self.partition(topic, partition)
         if offset == -1:
             offset = plog.log_end_offset

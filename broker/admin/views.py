@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkette.protocol.records import CorruptRecordError, decode_records, iter_batches
-from kafkette.storage.log import OffsetOutOfRangeError
+from kafkette.storage.errors import OffsetOutOfRangeError
 
 from . import groups_view
 

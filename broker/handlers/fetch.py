@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from kafkette.protocol.varint import encode_uvarint
-from kafkette.storage.log import LogSlice
+from kafkette.storage.log_read import LogSlice
 
 from ..context import RequestContext
 from ..responses import SplicedResponse

@@ -7,7 +7,7 @@ import logging
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.records import CorruptRecordError
-from kafkette.storage.log import (
+from kafkette.storage.errors import (
     InvalidTimestampError,
     KafkaStorageError,
     OffsetOutOfRangeError,

@@ -21,13 +21,9 @@ from kafkette.protocol.records import (
     parse_batch_header,
 )
 from kafkette.protocol.timestamp_validation import TimestampWindow
-from kafkette.storage.log import (
-    LEADER_EPOCH,
-    AppendInfo,
-    LogSlice,
-    OffsetOutOfRangeError,
-    PartitionLog,
-)
+from kafkette.storage.errors import OffsetOutOfRangeError
+from kafkette.storage.log import LEADER_EPOCH, AppendInfo, PartitionLog
+from kafkette.storage.log_read import LogSlice
 from kafkette.storage.topics import LogManager, TopicInfo
 
 from ..stats import BrokerStats

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.storage.log import KafkaStorageError
+from kafkette.storage.errors import KafkaStorageError
 from kafkette.storage.recovery import write_durably
 from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo

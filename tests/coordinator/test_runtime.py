@@ -19,7 +19,7 @@ from kafkette.coordinator.runtime.error_codes import (
     CoordinatorError,
     error_code,
 )
-from kafkette.storage.log import KafkaStorageError
+from kafkette.storage.errors import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded
 

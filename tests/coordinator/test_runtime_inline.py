@@ -16,7 +16,7 @@ from kafkette.coordinator.runtime.coordinator_log import MemoryLog, RawRecord
 from kafkette.coordinator.runtime.coordinator_runtime import State
 from kafkette.coordinator.runtime.error_codes import NOT_COORDINATOR, UNKNOWN_TOPIC_OR_PARTITION
 from kafkette.coordinator.runtime.futures import DurableFuture
-from kafkette.storage.log import KafkaStorageError
+from kafkette.storage.errors import KafkaStorageError
 
 from .memory import commit, committed, loaded, memory_service, reloaded
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkette.coordinator.runtime.error_codes import COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-from kafkette.storage.log import KafkaStorageError
+from kafkette.storage.errors import KafkaStorageError
 
 from .env import COMMIT, FETCH, Env, entity
 

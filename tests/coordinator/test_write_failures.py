@@ -22,7 +22,7 @@ from kafkette.protocol.group_records import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
-from kafkette.storage.log import KafkaStorageError, RecordTooLargeError
+from kafkette.storage.errors import KafkaStorageError, RecordTooLargeError
 
 from .env import subscription
 from .memory import commit, committed, loaded, memory_service, record, reloaded

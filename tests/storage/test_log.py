@@ -12,7 +12,7 @@ import pytest
 
 from kafkette.protocol.records import Record, build_batch, decode_records, iter_batches
 from kafkette.storage.cleaner import dirty_ratio
-from kafkette.storage.log import KafkaStorageError, OffsetOutOfRangeError
+from kafkette.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from kafkette.storage.topics import LogManager, TopicExistsError
 
 
