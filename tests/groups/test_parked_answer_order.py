@@ -19,7 +19,7 @@ from kafkette.broker.testing import test_config as broker_config
 
 from .helpers import parts, wait_until
 
-ROUNDS = 20
+ROUNDS = 50
 PARTITIONS = 4
 
 
