@@ -17,19 +17,17 @@ keeps and describes its own per-broker layer, and the shared behaviour follows t
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.storage.recovery import write_durably
 from kafkette.storage.topic_config import TOPIC_CONFIGS
 from kafkette.storage.topics import LogManager
 
 from ..config import DEFAULTS, NO_EFFECT_KEYS, BrokerConfig, ConfigError, config_key, parse_value
+from .config_file import read_config_file, write_config_file
 from .errors import ServiceError
 
 log = logging.getLogger("kafkette.config")
@@ -75,14 +73,9 @@ class BrokerConfigService:
     # Start ---------------------------------------------------------------------------------------
     def load(self) -> None:
         """Put the stored layers over the static config and the open logs."""
-        try:
-            text = self._path.read_text()
-        except FileNotFoundError:
+        data = read_config_file(self._path)
+        if data is None:
             return
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{self._path} is corrupt: {exc}") from None
         self.cluster_default = {str(k): str(v) for k, v in data.get("default", {}).items()}
         self.per_broker = {int(node): {str(k): str(v) for k, v in values.items()}
                            for node, values in data.get("brokers", {}).items()}
@@ -142,8 +135,7 @@ class BrokerConfigService:
     async def _save(self) -> None:
         data = {"version": 1, "default": self.cluster_default,
                 "brokers": {str(n): v for n, v in sorted(self.per_broker.items())}}
-        text = json.dumps(data, indent=1, sort_keys=True)
-        await asyncio.to_thread(write_durably, self._path, text)
+        await write_config_file(self._path, data)
 
 
 def _validate(proposed: Mapping[str, str | None]) -> None:

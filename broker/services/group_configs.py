@@ -12,8 +12,6 @@ group's interval and session timeout, as in Kafka. The ``share.*`` keys are kept
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -21,10 +19,9 @@ from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.storage.recovery import write_durably
 from kafkette.storage.topic_config import INT, STRING
 
-from ..config import ConfigError
+from .config_file import read_config_file, write_config_file
 from .errors import ServiceError
 
 log = logging.getLogger("kafkette.config")
@@ -101,14 +98,9 @@ class GroupConfigService:
 
     def load(self) -> None:
         """The stored group configs (before the group coordinator loads)."""
-        try:
-            text = self._path.read_text()
-        except FileNotFoundError:
+        data = read_config_file(self._path)
+        if data is None:
             return
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{self._path} is corrupt: {exc}") from None
         self.overrides = {str(g): {str(k): str(v) for k, v in values.items()}
                           for g, values in data.get("groups", {}).items()}
         for group_id in self.overrides:
@@ -167,8 +159,7 @@ class GroupConfigService:
         else:
             self.overrides.pop(group_id, None)
         data = {"version": 1, "groups": dict(sorted(self.overrides.items()))}
-        await asyncio.to_thread(write_durably, self._path,
-                                json.dumps(data, indent=1, sort_keys=True))
+        await write_config_file(self._path, data)
         self._publish(group_id)
         log.info("group %s configs: %s", group_id, own)
 
