@@ -121,6 +121,9 @@ class KafkaConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "/?"
+        # the authenticated identity of this connection and the listener it came in on
+        self.principal = "User:ANONYMOUS"
+        self.listener = "PLAINTEXT"
 
     @property
     def _busy(self) -> bool:
@@ -348,7 +351,8 @@ class KafkaConnection(asyncio.Protocol):
                 self.close(f"undecodable api {key} v{version} request: {exc}")
                 return None
             ctx = RequestContext(key, version, corr, client_id, self.client_host,
-                                 self.broker.services)
+                                 self.broker.services, principal=self.principal,
+                                 listener=self.listener)
             handler = route.handler
             if (route.identical_repeats or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
                 memo = self._memo_of(route.identical_repeats, key, version, frame, api_codec,

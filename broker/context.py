@@ -26,6 +26,11 @@ class RequestContext:
     # repeated request (byte-identical but for the correlation id) the same context and body
     # again (broker/request_memo.py), so a handler may keep its conversion here.
     derived: tuple[Any, Any] | None = None
+    # Who sent it, as Kafka's KafkaPrincipal.toString(): "User:ANONYMOUS" on an unauthenticated
+    # listener, "User:<name>" after SASL, the mapped certificate name with mutual TLS.
+    principal: str = "User:ANONYMOUS"
+    # The listener the request came in on (its name in `listeners`, e.g. "PLAINTEXT").
+    listener: str = "PLAINTEXT"
 
     @property
     def config(self) -> BrokerConfig:
