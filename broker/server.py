@@ -123,7 +123,8 @@ class Broker:
             topics=TopicService(self.logs, self.config, self.cluster_nodes),
             records=RecordService(self.logs, self.stats),
             groups=GroupService(self.logs, self.config, self.clock,
-                                group_configs.consumer_overrides),
+                                group_configs.consumer_overrides,
+                                group_configs.share_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
         )
