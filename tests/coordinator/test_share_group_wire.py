@@ -168,6 +168,9 @@ def test_other_group_apis_on_a_share_group(env932):
                    server_assignor=None, topic_partitions=())
     assert ch.error_code == ErrorCode.group_id_not_found
     assert m.join(g).error_code == ErrorCode.inconsistent_group_protocol
+    assert m.commit(g, {("t", 0): 5}) == {("t", 0): ErrorCode.group_id_not_found}
+    fetched = m.request(9, 7, group_id=g, topics=None, require_stable=False)
+    assert (fetched.error_code, fetched.topics) == (ErrorCode.group_id_not_found, ())
     deleted = m.request(DELETE, 2, groups_names=(g,)).results[0]
     assert deleted.error_code == ErrorCode.non_empty_group
     hb(m, g, "A", -1)
