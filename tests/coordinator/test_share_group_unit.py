@@ -253,3 +253,21 @@ def test_group_tombstones_delete_it():
     gs.beat("a", -1)
     gs.apply(gs.groups["g"].tombstones())
     assert "g" not in gs.groups
+
+
+# ApiVersions' features, both encodings -------------------------------------------------------
+
+@pytest.mark.parametrize("share_version", [0, 1])
+@pytest.mark.parametrize("version", [3, 4])
+def test_hand_encoded_api_versions_carry_share_version(version, share_version):
+    from kio.schema.errors import ErrorCode
+
+    from kafkette.broker.api_versions import _response, response_body
+    from kafkette.protocol.codec import codec
+
+    expected = codec(18, version).encode_body(_response(version, ErrorCode.none, 2,
+                                                        share_version))
+    assert response_body(version, 0, 2, share_version) == expected
+    finalized = {f.name for f in _response(version, ErrorCode.none, 2,
+                                           share_version).finalized_features}
+    assert ("share.version" in finalized) == bool(share_version)
