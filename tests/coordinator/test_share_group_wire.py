@@ -285,3 +285,13 @@ def test_unknown_group_is_not_found_for_the_admin_query(env932):
     assert code == 0 and group.group_state == "Stable"
     assert [m.member_id for m in group.members] == ["A"]
 
+
+
+def test_the_admin_console_lists_share_groups(env932):
+    from kafkette.broker.admin import groups_view
+
+    env, g = env932, env932.group_id()
+    join(env.member(), g, "A")
+    rows = [s for s in env.run(groups_view.list_groups, env.broker.broker) if s.group_id == g]
+    assert [(s.state, s.protocol_type, s.generation, s.members) for s in rows] == [
+        ("Stable", "share", 1, 1)]
