@@ -39,6 +39,10 @@ ZERO_UUID = uuid.UUID(int=0)
 INTERNAL_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
 # The replicas of topics created with several nodes (broker/cluster/nodes.py), in log.dirs.
 REPLICAS_FILE = "kafkette-replicas.json"
+# Kafka's MAX_PARTITIONS_PER_BATCH (ReplicationControlManager, KAFKA-17870): a CreateTopics or
+# CreatePartitions request may ask for at most this many new partitions in all.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 
 
 def valid_topic_name(name: str) -> bool:
@@ -114,6 +118,22 @@ class TopicService:
             return created
 
     # CreateTopics ------------------------------------------------------------------------------
+    def check_new_partition_total(self, topics: Sequence[tuple[int, int]]) -> None:
+        """Kafka's validateTotalNumberOfPartitions over (num_partitions, number of manual
+        assignments) per topic: over ``MAX_PARTITIONS_PER_REQUEST`` the whole request is refused
+        with POLICY_VIOLATION before anything is allocated."""
+        total = 0
+        default = self._config.get_int("num.partitions")
+        for num_partitions, assigned in topics:
+            if assigned:
+                total += assigned
+            elif num_partitions == -1:
+                total += default
+            elif num_partitions > 0:
+                total += num_partitions
+        if total > MAX_PARTITIONS_PER_REQUEST:
+            raise ServiceError(ErrorCode.policy_violation, EXCESSIVE_PARTITIONS)
+
     async def create(self, name: str, partitions: int, replication_factor: int,
                      assignments: Sequence[Sequence[int]], configs: Mapping[str, str | None],
                      *, validate_only: bool) -> NewTopic:
@@ -266,6 +286,18 @@ class TopicService:
         return info
 
     # CreatePartitions --------------------------------------------------------------------------
+    def check_added_partition_total(self, topics: Sequence[tuple[str, int]]) -> None:
+        """(name, new count) per topic: more than ``MAX_PARTITIONS_PER_REQUEST`` partitions added
+        in all refuses the whole request with INVALID_PARTITIONS (Kafka bounds the records of one
+        controller operation at the same 10,000)."""
+        total = 0
+        for name, count in topics:
+            info = self._logs.topic(name)
+            if info is not None and count > info.partitions:
+                total += count - info.partitions
+        if total > MAX_PARTITIONS_PER_REQUEST:
+            raise ServiceError(ErrorCode.invalid_partitions, EXCESSIVE_PARTITIONS)
+
     async def add_partitions(self, name: str, count: int,
                              assignments: Sequence[Sequence[int]] | None,
                              *, validate_only: bool) -> None:
