@@ -20,7 +20,11 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.storage.errors import KafkaStorageError
 from kafkette.storage.recovery import write_durably
-from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
+from kafkette.storage.topic_config import (
+    MIN_SEGMENT_BYTES,
+    InvalidConfigError,
+    validate_topic_configs,
+)
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from .config_entries import topic_config_entries
@@ -352,6 +356,6 @@ class TopicService:
 
 def _validated(configs: Mapping[str, str | None]) -> dict[str, str]:
     try:
-        return validate_topic_configs(configs)
+        return validate_topic_configs(configs, min_segment_bytes=MIN_SEGMENT_BYTES)
     except InvalidConfigError as exc:
         raise ServiceError(ErrorCode.invalid_config, str(exc)) from None
