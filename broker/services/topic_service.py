@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.storage.errors import KafkaStorageError
+from kafkette.storage.rate_limited_log import RateLimitedLog
 from kafkette.storage.recovery import write_durably
 from kafkette.storage.topic_config import (
     MIN_SEGMENT_BYTES,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from ..cluster.nodes import ClusterNodes
 
 log = logging.getLogger("kafkette.topics")
+failures = RateLimitedLog(log)  # a full disk fails every auto-creation: a line a while
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 ZERO_UUID = uuid.UUID(int=0)
@@ -116,7 +118,7 @@ class TopicService:
             except KafkaStorageError as exc:
                 # What Kafka answers while an auto-created topic does not exist yet; the client
                 # retries, and a later Metadata creates it once the disk has room.
-                log.warning("auto-creating topic %s failed: %s", name, exc)
+                failures.warning("auto-create", "auto-creating topic %s failed: %s", name, exc)
                 raise unknown_partition() from None
             self._changed()
             return created
