@@ -41,6 +41,7 @@ DEFAULTS: dict[str, str] = {
     # array elements (bounds the event-loop work one request can cause; Kafka has no limit).
     "queued.max.response.bytes": "16777216",
     "request.max.elements": "20000",
+    "fetch.max.bytes": "57671680",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -220,6 +221,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "queued.max.request.bytes": ConfigKey("LONG", at_least(-1)),
     "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
     "request.max.elements": ConfigKey("INT", at_least(1)),
+    "fetch.max.bytes": ConfigKey("INT", at_least(1024)),
     "admin.listener": ConfigKey("STRING"),
     # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(
