@@ -42,6 +42,7 @@ DEFAULTS: dict[str, str] = {
     # array elements (bounds the event-loop work one request can cause; Kafka has no limit).
     "queued.max.response.bytes": "16777216",
     "request.max.elements": "20000",
+    "fetch.max.bytes": "57671680",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -175,8 +176,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "socket.request.max.bytes": ConfigKey("INT", at_least(1)),
     "connections.max.idle.ms": ConfigKey("LONG"),
     "message.max.bytes": ConfigKey("INT", at_least(0)),
-    "log.segment.bytes": ConfigKey("INT", at_least(14)),
-    "log.retention.ms": ConfigKey("LONG"),
+    "log.segment.bytes": ConfigKey("INT", at_least(1024 * 1024)),  # Kafka 4.x (KIP-1030)
+    "log.retention.ms": ConfigKey("LONG", at_least(-1)),
     "log.retention.minutes": ConfigKey("INT"),
     "log.retention.hours": ConfigKey("INT"),
     "log.retention.bytes": ConfigKey("LONG"),
@@ -233,6 +234,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "queued.max.request.bytes": ConfigKey("LONG", at_least(-1)),
     "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
     "request.max.elements": ConfigKey("INT", at_least(1)),
+    "fetch.max.bytes": ConfigKey("INT", at_least(1024)),
     "admin.listener": ConfigKey("STRING"),
     # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(
@@ -262,7 +264,14 @@ def _add_topic_synonyms() -> None:
              topic_config.DOUBLE: "DOUBLE", topic_config.LIST: "LIST"}
     for d in topic_config.TOPIC_CONFIGS.values():
         if d.synonym and d.synonym not in CONFIG_KEYS:
-            CONFIG_KEYS[d.synonym] = ConfigKey(types.get(d.type, "STRING"))
+            CONFIG_KEYS[d.synonym] = ConfigKey(types.get(d.type, "STRING"),
+                                               _topic_bounds(topic_config.bound_complaint, d.name))
+
+
+def _topic_bounds(complaint: Callable[[str, float], str | None], topic_name: str
+                  ) -> Callable[[object], str | None]:
+    """The bounds of a topic config, checked on its broker-level synonym."""
+    return lambda value: complaint(topic_name, value) if isinstance(value, int | float) else None
 
 
 def config_key(key: str) -> ConfigKey | None:

@@ -202,14 +202,14 @@ def _clean(plog: PartitionLog, sealed: list[Segment], now_ms: int
     markers = _MarkerCleaning(now_ms, cfg.delete_retention_ms)
     out: list[Segment] = []
     for seg in sealed:
-        assert seg.fd is not None
+        seg_fd = seg.readable_fd()
         new = Segment(seg.path.parent, seg.base_offset, seg.created_ms)
         new.sealed = True
         cleaned = seg.path.with_name(segment_name(seg.base_offset, ".log.cleaned"))
         fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             pos = 0
-            data = os.pread(seg.fd, seg.size, 0)
+            data = os.pread(seg_fd, seg.size, 0)
             for header, view in iter_batches(data):
                 raw = bytes(view)
                 if header.is_control:

@@ -36,15 +36,18 @@ from kafkette.protocol.records import (
 )
 
 from . import txn_index
-from .errors import KafkaStorageError, RecordTooLargeError
+from .errors import KafkaStorageError, RecordTooLargeError, describe_os_error
 from .log_retention import LogRetention, close_all
 from .producer_state import ProducerStateTable
+from .rate_limited_log import RateLimitedLog
 from .recovery import load_segments
 from .segment import Segment, segment_name
 from .topic_config import LogConfig
 from .writer import DiskWriter, pwritev_all
 
 log = logging.getLogger("kafkette.storage")
+# A failing disk fails every write of every partition: one line per kind of failure a while.
+failures = RateLimitedLog(log)
 
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 LEADER_EPOCH = 0
@@ -194,7 +197,7 @@ class PartitionLog(LogRetention):
             out.set_exception(failure)
         elif self._failed is not None:
             out.set_exception(KafkaStorageError(
-                f"log {self.topic}-{self.partition} failed: {self._failed}"))
+                f"log {self.topic}-{self.partition} failed: {self._failure()}"))
         else:
             out.set_result(info)
 
@@ -205,7 +208,8 @@ class PartitionLog(LogRetention):
             raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
         if self._failed is not None:
             self._roll_back_when_idle()  # retries a rollback that failed
-            raise KafkaStorageError(f"log {self.topic}-{self.partition} failed: {self._failed}")
+            raise KafkaStorageError(
+                f"log {self.topic}-{self.partition} failed: {self._failure()}")
         view = memoryview(data)
         if headers is None:
             headers = []
@@ -332,13 +336,19 @@ class PartitionLog(LogRetention):
 
         return done
 
+    def _failure(self) -> str:
+        failed = self._failed
+        return describe_os_error(failed) if isinstance(failed, OSError) else str(failed)
+
     def _on_error(self, result: Any) -> None:
         if isinstance(result, BaseException):
             if self._failed is None:
                 self._failed = result
-                log.error("%s-%d: log write failed (%s); appends get KAFKA_STORAGE_ERROR until "
-                          "the unacknowledged tail from offset %d is dropped",
-                          self.topic, self.partition, result, self._hw)
+                reason = describe_os_error(result) if isinstance(result, OSError) else result
+                failures.error(("write", getattr(result, "errno", None)),
+                               "%s-%d: log write failed (%s); appends get KAFKA_STORAGE_ERROR "
+                               "until the unacknowledged tail from offset %d is dropped",
+                               self.topic, self.partition, reason, self._hw)
             self._roll_back_when_idle()
 
     # Recovery from a failed write (disk full, I/O error) ----------------------------------------
@@ -354,13 +364,16 @@ class PartitionLog(LogRetention):
         try:
             await self.truncate_to(self._hw)
         except Exception as exc:  # noqa: BLE001 - stays failed; the next append retries
-            log.error("%s-%d: dropping the unacknowledged tail failed: %s", self.topic,
-                      self.partition, exc)
+            failures.error(("rollback-failed", getattr(exc, "errno", None)),
+                           "%s-%d: dropping the unacknowledged tail failed: %s", self.topic,
+                           self.partition,
+                           describe_os_error(exc) if isinstance(exc, OSError) else exc)
         else:
             self._failed = None
             self._last_write = None
-            log.warning("%s-%d: dropped the unacknowledged tail after a failed write; appending "
-                        "again at offset %d", self.topic, self.partition, self._next)
+            failures.warning("rolled-back", "%s-%d: dropped the unacknowledged tail after a "
+                             "failed write; appending again at offset %d", self.topic,
+                             self.partition, self._next)
         finally:
             self._rollback = None
 

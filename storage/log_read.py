@@ -20,7 +20,7 @@ from kafkette.protocol.records import (
     parse_batch_header,
 )
 
-from .errors import KafkaStorageError, OffsetOutOfRangeError
+from .errors import KafkaStorageError, OffsetOutOfRangeError, describe_os_error
 from .producer_state import ProducerStateTable
 from .segment import Segment
 
@@ -92,9 +92,11 @@ class LogReads:
                     end = seg.batch_end(i)
                 else:
                     return None
-            assert seg.fd is not None
+            fd = seg.fd
+            if fd is None:
+                fd = self._open_segment(seg)
             first = seg.last_offsets[i - 1] + 1 if i > 0 else seg.base_offset
-            return LogSlice(seg.fd, start, end - start, first)
+            return LogSlice(fd, start, end - start, first)
         return None
 
     async def read_bytes(self, offset: int, max_bytes: int) -> bytes:
@@ -112,11 +114,11 @@ class LogReads:
         for seg in list(self._segments):
             visible = bisect_left(seg.last_offsets, hw)
             i = seg.find(start_offset)
-            if i >= visible or seg.fd is None:
+            if i >= visible:
                 continue
             pos = seg.positions[i]
             end = seg.positions[visible] if visible < len(seg.positions) else seg.size
-            fd = seg.fd
+            fd = self._open_segment(seg)
             while pos < end:
                 chunk = os.pread(fd, min(4 << 20, end - pos), pos)
                 if len(chunk) < HEADER_SIZE:
@@ -142,15 +144,16 @@ class LogReads:
         hw = self._hw
         for seg in list(self._segments):
             visible = bisect_left(seg.last_offsets, hw)
-            if visible == 0 or seg.fd is None:
+            if visible == 0:
                 continue
+            fd = self._open_segment(seg)
             positions = seg.positions
             end = positions[visible] if visible < len(positions) else seg.size
             i = 0
             while i < visible:
                 pos = positions[i]
                 i = bisect_right(positions, pos + max_bytes, i + 1, visible)
-                yield seg.fd, pos, (positions[i] if i < visible else end) - pos
+                yield fd, pos, (positions[i] if i < visible else end) - pos
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp``. Reads one
@@ -183,6 +186,14 @@ class LogReads:
         return seg.last_offsets[i], ts
 
     def _batch_records(self, seg: Segment, i: int):
-        assert seg.fd is not None
-        data = os.pread(seg.fd, seg.batch_end(i) - seg.positions[i], seg.positions[i])
+        data = os.pread(self._open_segment(seg), seg.batch_end(i) - seg.positions[i],
+                        seg.positions[i])
         return decode_records(data)
+
+    def _open_segment(self, seg: Segment) -> int:
+        """The segment's descriptor, opened if needed; KafkaStorageError when it cannot be."""
+        try:
+            return seg.readable_fd()
+        except OSError as exc:
+            raise KafkaStorageError(f"{self.topic}-{self.partition}: cannot open segment "
+                                    f"{seg.base_offset}: {describe_os_error(exc)}") from exc

@@ -122,6 +122,9 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
         seg.size = valid
         seg.sealed = next_base is not None
         if problem is None:
+            if seg.sealed:  # opened again on its first read (Segment.readable_fd)
+                os.close(seg.fd)
+                seg.fd = None
             continue
         os.ftruncate(seg.fd, valid)
         os.fsync(seg.fd)

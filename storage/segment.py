@@ -60,6 +60,15 @@ class Segment:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self.fd
 
+    def readable_fd(self) -> int:
+        """The file descriptor for reading: a restart leaves sealed segments closed and opens
+        each on its first read (a partition of thousands of old segments costs no descriptors
+        until they are read). Raises OSError (EMFILE when out of descriptors)."""
+        fd = self.fd
+        if fd is None:
+            fd = self.fd = os.open(self.path, os.O_RDWR)
+        return fd
+
     # Index ------------------------------------------------------------------------------------------
     def add(self, last_offset: int, position: int, max_timestamp: int) -> None:
         self.last_offsets.append(last_offset)

@@ -60,6 +60,37 @@ _CHOICES = {
 }
 
 
+# Kafka's LogConfig validators (atLeast / between) of the topic configs that have one.
+MIN_SEGMENT_BYTES = 1024 * 1024  # Kafka 4.x (KIP-1030); internal.segment.bytes goes lower
+_AT_LEAST: dict[str, int | float] = {
+    "segment.bytes": MIN_SEGMENT_BYTES, "segment.ms": 1, "segment.jitter.ms": 0,
+    "segment.index.bytes": 4, "flush.messages": 1, "flush.ms": 0, "retention.ms": -1,
+    "max.message.bytes": 0, "index.interval.bytes": 0, "delete.retention.ms": 0,
+    "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1, "file.delete.delay.ms": 0,
+    "min.insync.replicas": 1, "message.timestamp.before.max.ms": 0,
+    "message.timestamp.after.max.ms": 0, "local.retention.ms": -2, "local.retention.bytes": -2,
+    "min.cleanable.dirty.ratio": 0,
+}
+_AT_MOST: dict[str, int | float] = {"min.cleanable.dirty.ratio": 1}
+# Kafka's internal topic config (LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG): a segment size under
+# segment.bytes' minimum, for tests; never described. Over segment.bytes when set.
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
+_TYPE_RANGES = {INT: (-(2**31), 2**31 - 1), SHORT: (-(2**15), 2**15 - 1),
+                LONG: (-(2**63), 2**63 - 1)}
+_TYPE_NAMES = {INT: "INT", SHORT: "SHORT", LONG: "LONG"}
+
+
+def bound_complaint(name: str, value: float) -> str | None:
+    """Kafka's complaint about ``value`` for topic config ``name`` (or its broker synonym's
+    value), or None when it is within the config's bounds."""
+    low, high = _AT_LEAST.get(name), _AT_MOST.get(name)
+    if low is not None and value < low:
+        return f"Value must be at least {low}"
+    if high is not None and value > high:
+        return f"Value must be no more than {high}"
+    return None
+
+
 _CODEC_IDS = {"producer": -1, "uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
@@ -67,11 +98,17 @@ class InvalidConfigError(ValueError):
     pass
 
 
-def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
-    """Kafka's checks on topic config overrides; raises InvalidConfigError."""
+def validate_topic_configs(configs: Mapping[str, str | None], *,
+                           min_segment_bytes: int = 14) -> dict[str, str]:
+    """Kafka's checks on topic config overrides (type, range, LogConfig's bounds); raises
+    InvalidConfigError with Kafka's INVALID_CONFIG wording. ``min_segment_bytes``: what a client
+    may ask is Kafka's 1 MiB (``MIN_SEGMENT_BYTES``); the broker's own internal topics and
+    storage tests go down to a batch header."""
     out: dict[str, str] = {}
     for name, value in configs.items():
         d = TOPIC_CONFIGS.get(name)
+        if name == INTERNAL_SEGMENT_BYTES:
+            d = ConfigDef(name, None, INT, "")
         if d is None:
             raise InvalidConfigError(f"Unknown topic config name: {name}")
         if value is None:
@@ -84,10 +121,14 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
                 float(value)
             elif d.type == BOOLEAN and value.lower() not in ("true", "false"):
                 raise ValueError
+            if d.type in _TYPE_RANGES:
+                low, high = _TYPE_RANGES[d.type]
+                if not low <= int(value) <= high:
+                    raise ValueError
         except ValueError:
             raise InvalidConfigError(
                 f"Invalid value {value} for configuration {name}: Not a number of type "
-                f"{'INT' if d.type == INT else 'LONG'}") from None
+                f"{_TYPE_NAMES.get(d.type, 'DOUBLE')}") from None
         if name == "cleanup.policy":
             parts = {p.strip() for p in value.split(",") if p.strip()}
             if not parts or not parts <= {"delete", "compact"}:
@@ -97,9 +138,16 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
             raise InvalidConfigError(
                 f"Invalid value {value} for configuration {name}: String must be one of: "
                 + ", ".join(sorted(_CHOICES[name])))
-        elif name == "segment.bytes" and int(value) < 14:
-            raise InvalidConfigError(
-                f"Invalid value {value} for configuration segment.bytes: Value must be at least 14")
+        elif name in ("segment.bytes", INTERNAL_SEGMENT_BYTES):
+            low = min_segment_bytes if name == "segment.bytes" else 14
+            if int(value) < low:
+                raise InvalidConfigError(f"Invalid value {value} for configuration {name}: "
+                                         f"Value must be at least {low}")
+        elif d.type in (INT, LONG, SHORT, DOUBLE):
+            complaint = bound_complaint(name, float(value) if d.type == DOUBLE else int(value))
+            if complaint is not None:
+                raise InvalidConfigError(
+                    f"Invalid value {value} for configuration {name}: {complaint}")
         out[name] = value
     return out
 
@@ -145,8 +193,9 @@ class LogConfig:
             return effective_value(name, overrides, broker)[0]
 
         policy = {p.strip() for p in get("cleanup.policy").split(",")}
+        internal_segment_bytes = overrides.get(INTERNAL_SEGMENT_BYTES)
         return cls(
-            segment_bytes=int(get("segment.bytes")),
+            segment_bytes=int(internal_segment_bytes or get("segment.bytes")),
             segment_ms=int(get("segment.ms")),
             retention_ms=int(get("retention.ms")),
             retention_bytes=int(get("retention.bytes")),

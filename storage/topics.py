@@ -27,7 +27,7 @@ except ImportError:  # Windows: no advisory locks
     fcntl = None  # type: ignore[assignment]  # absent on Windows; callers check for None
 
 from . import cleaner
-from .errors import KafkaStorageError
+from .errors import KafkaStorageError, describe_os_error
 from .log import PartitionLog
 from .recovery import (
     CLEAN_SHUTDOWN,
@@ -293,7 +293,8 @@ class LogManager:
             except OSError as exc:
                 # Not in the catalog means gone after a restart: nothing may be appended to it.
                 await self._forget_topic(info, logs)
-                raise KafkaStorageError(f"creating topic {name} failed: {exc}") from exc
+                raise KafkaStorageError(
+                    f"creating topic {name} failed: {describe_os_error(exc)}") from exc
         finally:
             del self._creating[name]
             done.set_result(None)

@@ -18,7 +18,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .errors import describe_os_error
+from .rate_limited_log import RateLimitedLog
+
 log = logging.getLogger("kafkette.storage")
+background_failures = RateLimitedLog(log)
 
 _IOV_MAX = 1024
 
@@ -220,7 +224,9 @@ def _complete(results: list[tuple[_Job, Any, BaseException | None]]) -> None:
         fut = job.future
         if fut is None or fut.done():
             if exc is not None and fut is None:
-                log.error("background log operation failed: %s", exc)
+                background_failures.error(
+                    getattr(exc, "errno", None), "background log operation failed: %s",
+                    describe_os_error(exc) if isinstance(exc, OSError) else exc)
             continue
         if exc is not None:
             fut.set_exception(exc)

@@ -1,8 +1,9 @@
 """The one place the admin server reads the group coordinator.
 
 Everything the console and the metrics know about groups comes through these functions, which
-use the coordinator's public-ish surface (``active_shards``, ``shard_for``, a shard's
-``groups``, ``list_groups``, ``describe_group``, ``fetch_offsets`` and ``events``). When the
+use the coordinator's public surface (``group_overviews``/``group_overview``: every group type
+alike, see coordinator/group/overview.py; ``active_shards``, ``shard_for``, a shard's
+``fetch_offsets`` and ``events``). When the
 coordinator changes, only this module follows it. All of them run on the broker's event loop.
 """
 
@@ -12,11 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkette.coordinator.group.events import GroupEvent, GroupEventLog
+from kafkette.coordinator.group.overview import GroupOverview
 from kafkette.coordinator.runtime.error_codes import CoordinatorError
 from kafkette.coordinator.runtime.serving import SERVING_NODE
-from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
-
-CONSUMER_PROTOCOL = "consumer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +27,7 @@ class GroupSummary:
     generation: int
     leader: str | None
     members: int
+    group_type: str  # "classic", "consumer" (KIP-848), "share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,38 +71,42 @@ def _as_node(node_id: int, fn: Any) -> Any:
         SERVING_NODE.reset(token)
 
 
-def _summary(shard: Any, group_id: str, protocol_type: str, state: str) -> GroupSummary:
-    group = shard.groups.get(group_id)
-    if group is None:  # a consumer (KIP-848) or share (KIP-932) group: its epoch, no leader
-        modern = shard.consumer_groups.get(group_id) or shard.share_groups.get(group_id)
-        return GroupSummary(group_id, state, protocol_type, None,
-                            0 if modern is None else modern.group_epoch, None,
-                            0 if modern is None else len(modern.members))
-    return GroupSummary(group_id, state, protocol_type, group.protocol_name, group.generation,
-                        group.leader_id, len(group.members))
+def _summary(group: GroupOverview) -> GroupSummary:
+    return GroupSummary(group.group_id, group.state, group.protocol_type, group.protocol,
+                        group.epoch, group.leader, len(group.members), group.group_type)
 
 
 def list_groups(broker: Any) -> list[GroupSummary]:
-    """Every group this node coordinates, sorted by id."""
-    out = [_summary(shard, group_id, protocol_type, state)
-           for shard in _shards(broker)
-           for group_id, protocol_type, state, _type in shard.list_groups(set(), set())]
-    return sorted(out, key=lambda g: g.group_id)
+    """Every group this node coordinates, of every type, sorted by id."""
+    coordinator = broker.coordinator
+    if coordinator is None:
+        return []
+    if broker.cluster_nodes is None:
+        overviews = coordinator.group_overviews()
+    else:  # several nodes share the coordinator: every node's groups
+        overviews = [g for node in broker.node_ids
+                     for g in _as_node(node, coordinator.group_overviews)]
+    return sorted((_summary(g) for g in overviews), key=lambda g: g.group_id)
 
 
 def describe_group(broker: Any, group_id: str) -> tuple[GroupSummary, list[MemberView]] | None:
     """The group and its members with their assignments; None if there is no such group."""
-    shard = _shard_of(broker, group_id)
-    if shard is None:
+    coordinator = broker.coordinator
+    if coordinator is None:
         return None
-    described = shard.describe_group(group_id, 5)
-    if described.state == "Dead" or group_id not in shard.groups:
+    if broker.cluster_nodes is None:
+        found = coordinator.group_overview(group_id)
+    else:
+        try:
+            node = coordinator.coordinator_node(group_id)
+        except CoordinatorError:
+            return None
+        found = _as_node(node, lambda: coordinator.group_overview(group_id))
+    if found is None:
         return None
-    consumer = described.protocol_type == CONSUMER_PROTOCOL
-    members = [MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                          assignment_partitions_or_empty(m.assignment) if consumer else [])
-               for m, _metadata in described.members]
-    return _summary(shard, group_id, described.protocol_type, described.state), members
+    members = [MemberView(m.member_id, m.instance_id, m.client_id, m.client_host,
+                          list(m.assignment)) for m in found.members]
+    return _summary(found), members
 
 
 def committed_offsets(broker: Any, group_id: str) -> list[tuple[str, int, int]]:

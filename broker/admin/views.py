@@ -88,7 +88,7 @@ async def records(broker: Any, topic: str, partition: int, limit: int) -> dict[s
 
 
 def _summary(g: groups_view.GroupSummary) -> dict[str, Any]:
-    return {"group_id": g.group_id, "state": g.state, "protocol_type": g.protocol_type,
+    return {"group_id": g.group_id, "type": g.group_type, "state": g.state, "protocol_type": g.protocol_type,
             "protocol": g.protocol, "generation": g.generation, "leader": g.leader,
             "members": g.members}
 

@@ -18,6 +18,12 @@ from ..services import ServiceError
 async def handle_create_partitions(ctx: RequestContext, req: Any):
     cls = ctx.response_type
     result_cls = item_type(cls, "results")
+    try:
+        ctx.services.topics.check_added_partition_total([(t.name, t.count) for t in req.topics])
+    except ServiceError as exc:
+        return make(cls, throttle_time=timedelta(0), results=tuple(
+            make(result_cls, name=t.name, error_code=exc.code, error_message=exc.message)
+            for t in req.topics))
     results = []
     for t in req.topics:
         code, message = ErrorCode.none, None

@@ -27,6 +27,15 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
     config_cls = item_type(result_cls, "configs") if has_field(result_cls, "configs") else None
     topics = ctx.services.topics
     counts = Counter(t.name for t in req.topics)
+    try:
+        topics.check_new_partition_total([(t.num_partitions, len(t.assignments))
+                                          for t in req.topics])
+    except ServiceError as rej:
+        log.info("create topics %s rejected: %s", [t.name for t in req.topics][:10], rej.message)
+        return make(cls, throttle_time=timedelta(0), topics=tuple(
+            make(result_cls, name=t.name, topic_id=ZERO_UUID, error_code=rej.code,
+                 error_message=rej.message, num_partitions=-1, replication_factor=-1,
+                 configs=None) for t in req.topics))
     results = []
     for t in req.topics:
         fields: dict[str, Any] = dict(name=t.name, topic_id=ZERO_UUID, error_code=ErrorCode.none,

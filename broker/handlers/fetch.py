@@ -117,9 +117,10 @@ def handle_fetch(ctx: RequestContext, req: Any):
         wanted = [(t.topic, None, t.partitions) for t in req.topics]
     session = ctx.services.records.fetch(wanted)
     read_committed = getattr(req, "isolation_level", 0) == 1
+    max_bytes = min(req.max_bytes, ctx.services.records.fetch_max_bytes)
 
     def answer() -> tuple[SplicedResponse, int, bool]:
-        reads, total, error = session.read(req.max_bytes, read_committed)
+        reads, total, error = session.read(max_bytes, read_committed)
         return _encode(version, keys, reads, read_committed), total, error
 
     response, total, error = answer()

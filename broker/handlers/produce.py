@@ -21,6 +21,7 @@ from kafkette.coordinator.runtime.error_codes import (
 from kafkette.protocol.build import field_names, item_type
 from kafkette.protocol.codec import response_type
 from kafkette.storage.log import AppendInfo
+from kafkette.storage.rate_limited_log import RateLimitedLog
 
 from ..context import RequestContext
 from ..responses import CLOSE_CONNECTION, NO_RESPONSE
@@ -28,6 +29,8 @@ from ..routes import api
 from ..services.errors import ServiceError, service_error
 
 log = logging.getLogger("kafkette.produce")
+# A full disk rejects every produce: one line per error code a while, not one per request.
+rejections = RateLimitedLog(log)
 ZERO = timedelta(0)
 
 
@@ -106,8 +109,8 @@ def _produce(ctx: RequestContext, req: Any,
                         pending.append(outcome)
                 except ServiceError as failed:
                     outcome = failed
-                    log.info("produce to %s-%d rejected: %s", tdata.name, pdata.index,
-                             failed.message)
+                    rejections.info(failed.code, "produce to %s-%d rejected: %s", tdata.name,
+                                    pdata.index, failed.message)
             parts.append((pdata.index, outcome))
         results.append((tdata.name, parts))
 

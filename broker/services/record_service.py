@@ -37,11 +37,19 @@ ADMIN_CLIENT_ID = "__admin_client"
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
+# Kafka's fetch.max.bytes default (55 MiB): the most record bytes one Fetch response carries.
+FETCH_MAX_BYTES = 57671680
+
+
 class RecordService:
     def __init__(self, logs: LogManager, stats: BrokerStats | None = None,
                  leads: Callable[[str, int], bool] | None = None,
-                 isr: Callable[[str, int], list[int]] | None = None) -> None:
+                 isr: Callable[[str, int], list[int]] | None = None, *,
+                 fetch_max_bytes: int = FETCH_MAX_BYTES) -> None:
         self._logs = logs
+        # The broker's fetch.max.bytes: a Fetch's MaxBytes is capped at it (Kafka's KafkaApis);
+        # the first batch is returned whole even above it, so consumers make progress.
+        self.fetch_max_bytes = fetch_max_bytes
         self._stats = stats if stats is not None else BrokerStats(per_request=False)
         # Several nodes in one process (broker/cluster/nodes.py): whether this node leads a partition,
         # and a partition's in-sync replicas (one node alone is the whole ISR).
@@ -52,7 +60,8 @@ class RecordService:
                  isr: Callable[[str, int], list[int]] | None = None) -> RecordService:
         """This service as one node of several sees it: other nodes' partitions answer
         NOT_LEADER_OR_FOLLOWER, acks=all needs ``isr`` to meet min.insync.replicas."""
-        return RecordService(self._logs, self._stats, leads, isr)
+        return RecordService(self._logs, self._stats, leads, isr,
+                             fetch_max_bytes=self.fetch_max_bytes)
 
     def _partition(self, topic: str, partition: int) -> PartitionLog:
         plog = self._logs.get_partition(topic, partition)

@@ -19,8 +19,13 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.storage.errors import KafkaStorageError
+from kafkette.storage.rate_limited_log import RateLimitedLog
 from kafkette.storage.recovery import write_durably
-from kafkette.storage.topic_config import InvalidConfigError, validate_topic_configs
+from kafkette.storage.topic_config import (
+    MIN_SEGMENT_BYTES,
+    InvalidConfigError,
+    validate_topic_configs,
+)
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
 from .config_entries import topic_config_entries
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
     from ..cluster.nodes import ClusterNodes
 
 log = logging.getLogger("kafkette.topics")
+failures = RateLimitedLog(log)  # a full disk fails every auto-creation: a line a while
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 ZERO_UUID = uuid.UUID(int=0)
@@ -39,6 +45,10 @@ ZERO_UUID = uuid.UUID(int=0)
 INTERNAL_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
 # The replicas of topics created with several nodes (broker/cluster/nodes.py), in log.dirs.
 REPLICAS_FILE = "kafkette-replicas.json"
+# Kafka's MAX_PARTITIONS_PER_BATCH (ReplicationControlManager, KAFKA-17870): a CreateTopics or
+# CreatePartitions request may ask for at most this many new partitions in all.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 
 
 def valid_topic_name(name: str) -> bool:
@@ -108,12 +118,28 @@ class TopicService:
             except KafkaStorageError as exc:
                 # What Kafka answers while an auto-created topic does not exist yet; the client
                 # retries, and a later Metadata creates it once the disk has room.
-                log.warning("auto-creating topic %s failed: %s", name, exc)
+                failures.warning("auto-create", "auto-creating topic %s failed: %s", name, exc)
                 raise unknown_partition() from None
             self._changed()
             return created
 
     # CreateTopics ------------------------------------------------------------------------------
+    def check_new_partition_total(self, topics: Sequence[tuple[int, int]]) -> None:
+        """Kafka's validateTotalNumberOfPartitions over (num_partitions, number of manual
+        assignments) per topic: over ``MAX_PARTITIONS_PER_REQUEST`` the whole request is refused
+        with POLICY_VIOLATION before anything is allocated."""
+        total = 0
+        default = self._config.get_int("num.partitions")
+        for num_partitions, assigned in topics:
+            if assigned:
+                total += assigned
+            elif num_partitions == -1:
+                total += default
+            elif num_partitions > 0:
+                total += num_partitions
+        if total > MAX_PARTITIONS_PER_REQUEST:
+            raise ServiceError(ErrorCode.policy_violation, EXCESSIVE_PARTITIONS)
+
     async def create(self, name: str, partitions: int, replication_factor: int,
                      assignments: Sequence[Sequence[int]], configs: Mapping[str, str | None],
                      *, validate_only: bool) -> NewTopic:
@@ -266,6 +292,18 @@ class TopicService:
         return info
 
     # CreatePartitions --------------------------------------------------------------------------
+    def check_added_partition_total(self, topics: Sequence[tuple[str, int]]) -> None:
+        """(name, new count) per topic: more than ``MAX_PARTITIONS_PER_REQUEST`` partitions added
+        in all refuses the whole request with INVALID_PARTITIONS (Kafka bounds the records of one
+        controller operation at the same 10,000)."""
+        total = 0
+        for name, count in topics:
+            info = self._logs.topic(name)
+            if info is not None and count > info.partitions:
+                total += count - info.partitions
+        if total > MAX_PARTITIONS_PER_REQUEST:
+            raise ServiceError(ErrorCode.invalid_partitions, EXCESSIVE_PARTITIONS)
+
     async def add_partitions(self, name: str, count: int,
                              assignments: Sequence[Sequence[int]] | None,
                              *, validate_only: bool) -> None:
@@ -320,6 +358,6 @@ class TopicService:
 
 def _validated(configs: Mapping[str, str | None]) -> dict[str, str]:
     try:
-        return validate_topic_configs(configs)
+        return validate_topic_configs(configs, min_segment_bytes=MIN_SEGMENT_BYTES)
     except InvalidConfigError as exc:
         raise ServiceError(ErrorCode.invalid_config, str(exc)) from None

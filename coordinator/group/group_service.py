@@ -77,6 +77,7 @@ from ..runtime.serving import SERVING_NODE
 from .group_config import CoordinatorConfig
 from .group_shard import GroupCoordinatorShard
 from .offsets.offset_manager import FetchedTopic
+from .overview import GroupOverview
 from .requests import (
     CommitPartition,
     DescribedGroup,
@@ -205,6 +206,18 @@ class GroupCoordinator:
         return [ctx.shard for p, ctx in self.runtime.contexts.items()
                 if ctx.state is State.ACTIVE and ctx.shard is not None
                 and self.owners.get(p) == me]
+
+    def group_overviews(self) -> list[GroupOverview]:
+        """Every group of the loaded shards this node leads, of every type, sorted by id."""
+        return sorted((g for shard in self.active_shards() for g in shard.group_overviews()),
+                      key=lambda g: g.group_id)
+
+    def group_overview(self, group_id: str) -> GroupOverview | None:
+        """The group (any type) if this node coordinates it and its shard is loaded."""
+        try:
+            return self.shard_for(group_id).group_overview(group_id)
+        except CoordinatorError:
+            return None
 
     def _write(self, group_id: str, op: Callable[..., Any], *args: Any,
                on_error: Callable[[BaseException], T],

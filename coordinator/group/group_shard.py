@@ -39,6 +39,7 @@ from .events import GroupEventLog
 from .group_config import CoordinatorConfig
 from .offsets.offset_manager import CommitPartition, FetchedTopic, OffsetMetadataManager
 from .offsets.offset_replay import RawBatches
+from .overview import GroupOverview, OverviewSource
 from .record_builders import group_tombstone
 from .requests import (
     ClassicHeartbeat,
@@ -419,6 +420,28 @@ class GroupCoordinatorShard:
                                       f"Group {group_id} is not a classic group.")
             return DescribedGroup(group_id, NONE, "Dead", "", "", [])
         return self.group_manager.describe_group(group_id, version)
+
+    # Overviews (the admin console and /metrics) -------------------------------------------------
+    def overview_sources(self) -> list[OverviewSource]:
+        """The managers whose groups this shard holds, one per group type in use."""
+        sources: list[OverviewSource] = [self.group_manager]
+        if self.consumer is not None:
+            sources.append(self.consumer)
+        if self.share is not None:
+            sources.append(self.share)
+        return sources
+
+    def group_overview(self, group_id: str) -> GroupOverview | None:
+        """The group, whatever its type; None if this shard has no such group."""
+        for source in self.overview_sources():
+            found = source.overview(group_id)
+            if found is not None:
+                return found
+        return None
+
+    def group_overviews(self) -> list[GroupOverview]:
+        """Every group of this shard, of every type."""
+        return [g for source in self.overview_sources() for g in source.overviews()]
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
         consumer = self.consumer

@@ -30,7 +30,7 @@ def _fill(broker) -> list[bytes]:
     """1000 records in batches of 10 over ~17 segments of 2000 bytes; their values by offset."""
     values = []
     with WireClient(broker.bootstrap) as w:
-        assert create_topic(w, TOPIC, 1, {"segment.bytes": "2000"}).error_code == ErrorCode.none
+        assert create_topic(w, TOPIC, 1, {"internal.segment.bytes": "2000"}).error_code == ErrorCode.none
         for b in range(BATCHES):
             batch = [(b"k", b"value-%04d" % (b * PER_BATCH + i)) for i in range(PER_BATCH)]
             assert produce(w, TOPIC, 0, build_batch(batch)).base_offset == b * PER_BATCH

@@ -30,6 +30,7 @@ from ...runtime.error_codes import (
 from ...runtime.result import Result
 from ..events import GroupEventLog
 from ..group_config import CoordinatorConfig
+from ..overview import GroupOverview, MemberOverview
 from ..record_builders import group_metadata
 from ..requests import DescribedGroup, JoinRequest, JoinResult, SyncRequest, SyncResult
 from .classic_group import (
@@ -50,6 +51,9 @@ _HEARTBEAT_RESULTS = {code: Result((), code) for code in (
     REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID)}
 _HEARTBEAT_OK = _HEARTBEAT_RESULTS[NONE]
 _HEARTBEAT_REBALANCING = _HEARTBEAT_RESULTS[REBALANCE_IN_PROGRESS]
+
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class GroupMetadataManager:
@@ -301,12 +305,36 @@ class GroupMetadataManager:
         return DescribedGroup(group_id, NONE, group.state.value, group.protocol_type or "",
                               data, members)
 
+    def overview(self, group_id: str) -> GroupOverview | None:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return None
+        return _overview(group)
+
+    def overviews(self) -> list[GroupOverview]:
+        return [_overview(g) for g in self.groups.values() if not g.is_in(GroupState.DEAD)]
+
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
         if types and "classic" not in types:
             return []
         return [(g.group_id, g.protocol_type or "", g.state.value, "classic")
                 for g in self.groups.values()
                 if not states or g.state.value.lower() in states]
+
+
+def _overview(group: ClassicGroup) -> GroupOverview:
+    """The console's view of a classic group; assignments decoded for the consumer protocol
+    (its codecs imported here: a broker with simple groups only never loads them)."""
+    from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
+
+    consumer = group.protocol_type == CONSUMER_PROTOCOL_TYPE
+    return GroupOverview(
+        group.group_id, "classic", group.state.value, group.protocol_type or "",
+        group.protocol_name, group.generation, group.leader_id,
+        tuple(MemberOverview(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                             tuple(sorted(assignment_partitions_or_empty(m.assignment)))
+                             if consumer else ())
+              for m in group.members.values()))
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:

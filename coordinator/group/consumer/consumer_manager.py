@@ -30,6 +30,7 @@ from ...runtime.result import Result
 from ..classic.classic_group import ClassicGroup, GroupState
 from ..classic.group_manager import GroupMetadataManager
 from ..group_config import CoordinatorConfig
+from ..overview import GroupOverview
 from ..record_builders import group_tombstone
 from ..requests import JoinRequest, JoinResult, SyncRequest, SyncResult
 from . import describe
@@ -465,6 +466,16 @@ class ConsumerGroupManager:
             return GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
         return NONE, None, describe.describe_group(group, self.default_assignor,
                                                      self.topics.name_of)
+
+    def overview(self, group_id: str) -> GroupOverview | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        return describe.group_overview(group, self.default_assignor, self.topics.name_of)
+
+    def overviews(self) -> list[GroupOverview]:
+        return [describe.group_overview(g, self.default_assignor, self.topics.name_of)
+                for g in self.groups.values()]
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
         if types and "consumer" not in types:

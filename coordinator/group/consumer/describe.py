@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..overview import GroupOverview, MemberOverview
 from .consumer_group_state import ConsumerGroup
 from .member import Assignment, ConsumerGroupMember
 
@@ -83,3 +84,15 @@ def describe_group(group: ConsumerGroup, default_assignor: str,
         assignor_name=group.preferred_assignor(default_assignor),
         members=tuple(describe_member(group, group.members[m], name_of)
                       for m in sorted(group.members)))
+
+
+def group_overview(group: ConsumerGroup, default_assignor: str,
+                   name_of: TopicNamer) -> GroupOverview:
+    """The console's view of a consumer group (coordinator/group/overview.py)."""
+    described = describe_group(group, default_assignor, name_of)
+    return GroupOverview(
+        group.group_id, "consumer", described.group_state, "consumer", described.assignor_name,
+        described.group_epoch, None,
+        tuple(MemberOverview(m.member_id, m.instance_id, m.client_id, m.client_host,
+                             tuple((t.topic_name, p) for t in m.assignment for p in t.partitions))
+              for m in described.members))

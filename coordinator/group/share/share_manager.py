@@ -27,6 +27,7 @@ from ...runtime.error_codes import (
 from ...runtime.result import Result
 from ..assignor.spec import Assignment
 from ..group_config import CoordinatorConfig
+from ..overview import GroupOverview, MemberOverview
 from . import simple_assignor
 from .share_group import ShareGroup, encode_records, replay_record
 from .share_heartbeat import (
@@ -198,6 +199,27 @@ class ShareGroupManager:
             group.group_id, group.state, group.group_epoch, group.assignment_epoch,
             simple_assignor.NAME, members,
             {t: tuple(sorted(ps)) for t, (_n, ps) in group.initialized.items()})
+
+    def overview(self, group_id: str) -> GroupOverview | None:
+        """The console's view of a share group (coordinator/group/overview.py)."""
+        group = self.groups.get(group_id)
+        return None if group is None else self._overview(group)
+
+    def overviews(self) -> list[GroupOverview]:
+        return [self._overview(g) for g in self.groups.values()]
+
+    def _overview(self, group: ShareGroup) -> GroupOverview:
+        name_of = self.topics.name_of
+
+        def assignment(member_assignment: Assignment) -> tuple[tuple[str, int], ...]:
+            return tuple(sorted((name, p) for topic_id, partitions in member_assignment.items()
+                                if (name := name_of(topic_id)) is not None
+                                for p in partitions))
+        members = tuple(MemberOverview(m.member_id, None, m.client_id, m.client_host,
+                                       assignment(m.assigned))
+                        for _mid, m in sorted(group.members.items()))
+        return GroupOverview(group.group_id, "share", group.state, "share", simple_assignor.NAME,
+                             group.group_epoch, None, members)
 
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
         """ListGroups rows (group id, protocol type, state, group type)."""
