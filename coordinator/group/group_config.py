@@ -41,5 +41,5 @@ class CoordinatorConfig:
     # own (share.session.timeout.ms / share.heartbeat.interval.ms GROUP configs), live
     share_overrides: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # called with (group id, member id) once a share member's leave or fencing is durable
-    # (GroupCoordinator.add_share_member_listener appends here; every shard reads it)
+    # (ShareGroupService.add_member_listener appends here; every shard reads it)
     share_member_listeners: list[Callable[[str, str], None]] = field(default_factory=list)

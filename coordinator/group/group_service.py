@@ -3,8 +3,7 @@ call. Routes a group to its ``__consumer_offsets`` partition, fans multi-group r
 the shards, runs ops through the runtime and maps every failure to the Kafka error code the
 request answers with. The only place that turns exceptions into codes.
 
-Which node leads each partition is explicit (``owners``) so several nodes can share the
-partitions later; today every partition is led by this node.
+Which node leads each partition is explicit (``owners``; ``resign``/``elect`` move it).
 
 Hot paths: Heartbeat and OffsetCommit
 =====================================
@@ -91,7 +90,7 @@ from .requests import (
 if TYPE_CHECKING:  # KIP-848 modules: imported when a consumer group first appears
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
     from .consumer.heartbeat import HeartbeatRequest, HeartbeatResult
-    from .share.share_service import ShareGroupService  # noqa: F401  (annotations only)
+    from .share.share_service import ShareGroupService
 
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
@@ -422,19 +421,11 @@ class GroupCoordinator:
 
     # Share groups (KIP-932) ------------------------------------------------------------------
     def share_groups(self) -> ShareGroupService:
-        """ShareGroupHeartbeat / ShareGroupDescribe and the admin side's share group query
-        (share/share_service.py, imported on first use)."""
-        service = self._share
-        if service is None:
-            from .share.share_service import ShareGroupService  # noqa: F401  (annotations only)
-
-            service = self._share = ShareGroupService(self)
-        return service
-
-    def add_share_member_listener(self, callback: Callable[[str, str], None]) -> None:
-        """Call ``callback(group_id, member_id)`` whenever a share group member leaves (epoch
-        -1) or is fenced (session timeout), once its removal is durable."""
-        self.config.share_member_listeners.append(callback)
+        """ShareGroupHeartbeat, ShareGroupDescribe and the admin side's share-group queries."""
+        if self._share is None:  # share/share_service.py, imported when first needed
+            from .share.share_service import ShareGroupService
+            self._share = ShareGroupService(self)
+        return self._share
 
     # Offsets ---------------------------------------------------------------------------------
     def commit_offsets(self, request: OffsetCommitRequest, partitions: list[CommitPartition],

@@ -125,7 +125,7 @@ def test_share_version_zero_turns_share_groups_off(make_env):
 def test_leave_and_session_timeout_fence_and_tell_the_listener(env932):
     env, g = env932, env932.group_id()
     seen: list[tuple[str, str]] = []
-    env.run(env.coordinator.add_share_member_listener,
+    env.run(env.coordinator.share_groups().add_member_listener,
             lambda group_id, member_id: seen.append((group_id, member_id)))
     a, b, c = env.member(), env.member(), env.member()
     join(a, g, "A")

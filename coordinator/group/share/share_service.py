@@ -7,6 +7,7 @@ service's public routing, runs ops through the runtime and maps failures to erro
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ...runtime.coordinator_runtime import PartitionContext
@@ -51,6 +52,11 @@ def _answer(answer: Any) -> ShareHeartbeatAnswer:
 class ShareGroupService:
     def __init__(self, coordinator: GroupRouting) -> None:
         self.coordinator = coordinator
+
+    def add_member_listener(self, callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(group_id, member_id)`` once a share member's leaving (epoch -1) or
+        fencing (session timeout) is durable."""
+        self.coordinator.config.share_member_listeners.append(callback)
 
     @property
     def enabled(self) -> bool:
