@@ -108,6 +108,13 @@ class ShareStateService:
         if coord is not None:
             await coord.stop()
 
+    async def group_keys(self, group_id: str) -> list[SharePartitionKey]:
+        """The share-partitions of a group that have state (none before the topic exists)."""
+        if self._nothing_yet():
+            return []
+        coord = await self.ready()
+        return [] if coord is None else await coord.group_keys(group_id)
+
     # Persister -------------------------------------------------------------------------------
     async def initialize(self, key: SharePartitionKey, state_epoch: int,
                          start_offset: int) -> int:
@@ -116,8 +123,14 @@ class ShareStateService:
             return COORDINATOR_NOT_AVAILABLE
         return await coord.initialize(key, state_epoch, start_offset)
 
+    def _nothing_yet(self) -> bool:
+        """No state can exist: the topic was never created (reads need not create it)."""
+        return self.coordinator is None and self._logs.topic(SHARE_STATE_TOPIC) is None
+
     async def read(self, key: SharePartitionKey,
                    leader_epoch: int) -> tuple[int, ShareState | None]:
+        if self._nothing_yet():
+            return 0, None
         coord = await self.ready()
         if coord is None:
             return COORDINATOR_NOT_AVAILABLE, None
@@ -130,12 +143,16 @@ class ShareStateService:
         return await coord.write(key, state)
 
     async def delete(self, key: SharePartitionKey) -> int:
+        if self._nothing_yet():
+            return 0
         coord = await self.ready()
         if coord is None:
             return COORDINATOR_NOT_AVAILABLE
         return await coord.delete(key)
 
     async def read_summary(self, key: SharePartitionKey) -> tuple[int, StateSummary | None]:
+        if self._nothing_yet():
+            return 0, None
         coord = await self.ready()
         if coord is None:
             return COORDINATOR_NOT_AVAILABLE, None

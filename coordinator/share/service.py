@@ -118,6 +118,14 @@ class ShareCoordinatorService:
         except Exception as exc:  # noqa: BLE001 - answered as its code
             return error_code(exc)
 
+    async def group_keys(self, group_id: str) -> list[SharePartitionKey]:
+        """Every share-partition of ``group_id`` with state on this node's partitions (the
+        offsets admin APIs: what a group has state for)."""
+        keys: list[SharePartitionKey] = []
+        for ctx in self.runtime.active():
+            keys.extend(await ctx.read(lambda shard: shard.keys_of_group(group_id)))
+        return keys
+
     async def read_summary(self, key: SharePartitionKey) -> tuple[int, StateSummary | None]:
         try:
             summary = await self._context(key).read(lambda shard: shard.summary(key))
