@@ -140,7 +140,7 @@ class ShareOffsets:
     group, which also count as its initialised partitions)."""
 
     def __init__(self, lookup: ShareGroupLookup, topics: TopicLookup, persister: Persister,
-                 end_offset: Callable[[str, int], int | None],
+                 end_offset: Callable[[str, int], Awaitable[int | None]],
                  group_keys: Callable[[str], Awaitable[list[SharePartitionKey]]]) -> None:
         self._lookup = lookup
         self._topics = topics
@@ -200,7 +200,7 @@ class ShareOffsets:
         if code != NONE or summary is None:
             return PartitionOffset(partition, UNINITIALIZED_START_OFFSET, DEFAULT_LEADER_EPOCH)
         lag = UNINITIALIZED_LAG
-        end = self._end_offset(info.name, partition)
+        end = await self._end_offset(info.name, partition)
         if (end is not None and summary.start_offset != UNINITIALIZED_START_OFFSET
                 and summary.delivery_complete_count >= 0):
             lag = end - summary.start_offset - summary.delivery_complete_count

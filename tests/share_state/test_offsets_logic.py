@@ -68,9 +68,12 @@ async def env():
         return 0, None, group
 
     ends = {("jobs", 0): 10, ("jobs", 1): 4}
+
+    async def end_offset(topic: str, partition: int) -> int | None:
+        return ends.get((topic, partition))
     offsets = ShareOffsets(lookup, Topics(Topic("jobs", JOBS, 2), Topic("__internal", uuid.uuid4(),
                                                                          1, True)),
-                           coord, lambda t, p: ends.get((t, p)), coord.group_keys)
+                           coord, end_offset, coord.group_keys)
     yield offsets, coord, groups
     await coord.stop()
 
