@@ -20,6 +20,11 @@ from ..services.share_offsets import ShareGroupView, ShareOffsets
 from ._groups_common import ZERO, coordinator
 
 
+def share_offsets(ctx: RequestContext) -> ShareOffsets:
+    """The offsets admin APIs over this request's services (DeleteGroups uses it too)."""
+    return _offsets(ctx)
+
+
 def _offsets(ctx: RequestContext) -> ShareOffsets:
     share_groups = coordinator(ctx).share_groups()
 

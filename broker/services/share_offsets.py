@@ -268,3 +268,19 @@ class ShareOffsets:
                 code = code or result
             out.topics.append(TopicResult(name, info.topic_id, code, message_for(code)))
         return out
+
+    # DeleteGroups ----------------------------------------------------------------------------
+    async def delete_group_state(self, group_id: str) -> int:
+        """Before DeleteGroups removes an Empty share group, its share state goes (Kafka's
+        deleteShareGroups: the persister first, then the group's tombstones). NONE for any
+        other group, which the group coordinator answers for; else the deletion's error."""
+        code, _message, group = await self._group(group_id) if group_id else (1, None, None)
+        if code != NONE or group is None or group.group_state != "Empty":
+            return NONE
+        keys = {SharePartitionKey(group_id, t, p) for t, ps in group.initialized.items()
+                for p in ps}
+        keys.update(await self._group_keys(group_id))
+        result = NONE
+        for key in sorted(keys, key=lambda k: (str(k.topic_id), k.partition)):
+            result = result or await self._persister.delete(key)
+        return result

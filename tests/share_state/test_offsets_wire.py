@@ -134,6 +134,15 @@ def test_offsets_of_a_share_group(broker, client) -> None:
     assert rows(describe(client, group, [("jobs", [0, 1])])) == {
         ("jobs", 0): (-1, -1), ("jobs", 1): (-1, -1)}
 
+    # DeleteGroups of the Empty share group deletes its share state first
+    assert alter(client, group, [("jobs", [(0, 4)])]).error_code == ErrorCode.none
+    state = broker.broker.services.share_state
+    assert [k.partition for k in broker.run(state.group_keys(group))] == [0]
+    (deleted,) = client.request(42, 2, groups_names=(group,)).results
+    assert deleted.error_code == ErrorCode.none
+    assert broker.run(state.group_keys(group)) == []
+    assert describe(client, group).error_code == ErrorCode.group_id_not_found
+
 
 def test_group_errors(broker, client) -> None:
     g = describe(client, "no-such-group")
