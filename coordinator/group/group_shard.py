@@ -392,7 +392,10 @@ class GroupCoordinatorShard:
     # Reads -----------------------------------------------------------------------------------
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
                       ) -> list[FetchedTopic]:
-        """[(topic, [(partition, offset, leader_epoch, metadata, error)])]; all if topics is None."""
+        """[(topic, [(partition, offset, leader_epoch, metadata, error)])]; all if topics is None.
+        A share group commits no offsets: GROUP_ID_NOT_FOUND, as Kafka answers."""
+        if self.share_groups and group_id in self.share_groups:
+            raise CoordinatorError(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return self.offset_manager.fetch(
             group_id, topics, group_id in self.groups or group_id in self.consumer_groups)
 

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol import share_group_records as sgr
 
-from .env import DELETE, DESCRIBE, JOIN, LIST, Env, Member
+from .env import DELETE, DESCRIBE, LIST, Env, Member
 
 SHARE_HEARTBEAT, SHARE_DESCRIBE, CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 76, 77, 68, 69
 
@@ -168,6 +168,9 @@ def test_other_group_apis_on_a_share_group(env932):
                    server_assignor=None, topic_partitions=())
     assert ch.error_code == ErrorCode.group_id_not_found
     assert m.join(g).error_code == ErrorCode.inconsistent_group_protocol
+    assert m.commit(g, {("t", 0): 5}) == {("t", 0): ErrorCode.group_id_not_found}
+    fetched = m.request(9, 7, group_id=g, topics=None, require_stable=False)
+    assert (fetched.error_code, fetched.topics) == (ErrorCode.group_id_not_found, ())
     deleted = m.request(DELETE, 2, groups_names=(g,)).results[0]
     assert deleted.error_code == ErrorCode.non_empty_group
     hb(m, g, "A", -1)
@@ -233,17 +236,43 @@ def test_records_have_kafkas_layout_and_survive_a_restart(make_env):
     assert [m.member_id for m in describe(a, g)[0].members] == ["A"]
 
 
-def test_group_level_heartbeat_interval(make_env):
-    env = make_env(**{"group.share.max.session.timeout.ms": "60000"})
-    env.create_topic("t", 1)
-    g = env.group_id()
-    groups = env.broker.broker.services
-    configs = groups.group_configs if hasattr(groups, "group_configs") else None
-    if configs is None:
-        pytest.skip("group configs not reachable from the broker")
-    env.run(configs.share_overrides.__setitem__, g, (20000, 2000))
-    r = join(env.member(), g, "A")
+def test_group_configs_set_the_interval_and_session_timeout(env932):
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    env, g = env932, env932.group_id()
+    entries = [ConfigEntry("share.heartbeat.interval.ms", "2000",
+                           incremental_operation=AlterConfigOpType.SET),
+               ConfigEntry("share.session.timeout.ms", "20000",
+                           incremental_operation=AlterConfigOpType.SET)]
+    resource = ConfigResource(ResourceType.GROUP, g, incremental_configs=entries)
+    admin = AdminClient({"bootstrap.servers": env.broker.bootstrap})
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    m = env.member()
+    r = join(m, g, "A")
     assert r.heartbeat_interval == timedelta(milliseconds=2000)
+    env.advance(19_000)  # past the broker's 6 s, not the group's 20 s
+    assert [x.member_id for x in describe(m, g)[0].members] == ["A"]
+    env.advance(1_001)
+    assert describe(m, g)[0].members == ()
+
+
+def test_api_versions_advertise_share_version(make_env):
+    for level in (1, 0):
+        env = make_env(**{"share.version": level})
+        r = env.member().request(18, 3, client_software_name="t", client_software_version="1")
+        maxes = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+        assert maxes[SHARE_HEARTBEAT] == maxes[SHARE_DESCRIBE] == (1, 1)
+        assert ("share.version", 0, 1) in [(f.name, f.min_version, f.max_version)
+                                           for f in r.supported_features]
+        finalized = [(f.name, f.min_version_level, f.max_version_level)
+                     for f in r.finalized_features if f.name == "share.version"]
+        assert finalized == ([("share.version", 1, 1)] if level else [])
 
 
 def test_unknown_group_is_not_found_for_the_admin_query(env932):
@@ -257,4 +286,12 @@ def test_unknown_group_is_not_found_for_the_admin_query(env932):
     assert [m.member_id for m in group.members] == ["A"]
 
 
-_ = JOIN, Env
+
+def test_the_admin_console_lists_share_groups(env932):
+    from kafkette.broker.admin import groups_view
+
+    env, g = env932, env932.group_id()
+    join(env.member(), g, "A")
+    rows = [s for s in env.run(groups_view.list_groups, env.broker.broker) if s.group_id == g]
+    assert [(s.state, s.protocol_type, s.generation, s.members) for s in rows] == [
+        ("Stable", "share", 1, 1)]

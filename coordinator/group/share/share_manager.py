@@ -31,7 +31,6 @@ from . import simple_assignor
 from .share_group import ShareGroup, encode_records, replay_record
 from .share_heartbeat import (
     ShareHeartbeatRequest,
-    ShareHeartbeatResult,
     ShareHeartbeatSettings,
     fence_member,
     heartbeat,
@@ -215,5 +214,3 @@ class ShareGroupManager:
         records.extend(encode_records(group.tombstones()))
         return NONE
 
-
-ShareHeartbeatAnswer = tuple[int, "str | None", "ShareHeartbeatResult | None"]

@@ -9,8 +9,8 @@ over-shared partitions and over-filled members give partitions up; under-shared 
 then handed round-robin to under-filled members. Balance first, then stickiness.
 
 When members subscribe to different topic sets each topic is shared out among its own
-subscribers that way (Kafka's heterogeneous builder balances across topics too; the
-per-topic split keeps every subscribed partition covered, which is what a share group needs).
+subscribers that way and the results are combined (Kafka's heterogeneous builder: M1 on T1, M2
+on T2 and M3 on both gives M3 half of T1's partitions and half of T2's).
 
 Pure and deterministic: member ids, topic ids and partitions are walked sorted.
 """
