@@ -21,6 +21,7 @@ from .connection import KafkaConnection
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
+from .services.share_state import ShareStateService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ class Broker:
                                 group_configs.share_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
+            share_state=ShareStateService(self.logs, self.config, self.clock),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -166,6 +168,7 @@ class Broker:
 
     async def _start_groups(self) -> None:
         await self.services.groups.start()
+        await self.services.share_state.start_if_exists()  # share-partitions' durable state
         if self.cluster_nodes is not None and self.coordinator is not None:
             # Spread the loaded __consumer_offsets partitions (the group coordinators).
             for p in self.coordinator.owners:
@@ -224,6 +227,7 @@ class Broker:
                 self._coordinator_task.cancel()
             await asyncio.gather(self._coordinator_task, return_exceptions=True)
             self._coordinator_task = None
+        await self.services.share_state.stop()
         await self.services.groups.stop()
         await self.logs.stop()
 
