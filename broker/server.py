@@ -18,7 +18,14 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
-from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
+from .services import (
+    ClusterInfo,
+    GroupService,
+    RecordService,
+    Services,
+    ShareService,
+    TopicService,
+)
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
 from .stats import BrokerStats
@@ -117,15 +124,19 @@ class Broker:
         self._bound: tuple[str, int] | None = None
         self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
         group_configs = GroupConfigService(self.config)
+        topics = TopicService(self.logs, self.config, self.cluster_nodes)
         self.services = Services(
             config=self.config,
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
-            topics=TopicService(self.logs, self.config, self.cluster_nodes),
+            topics=topics,
             records=RecordService(self.logs, self.stats),
             groups=GroupService(self.logs, self.config, self.clock,
                                 group_configs.consumer_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
+            # Share groups' records; durable through its persister (in memory for now).
+            shares=ShareService(self.config, topics, self.clock,
+                                lambda group: group_configs.overrides.get(group, {})),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -223,6 +234,7 @@ class Broker:
             await asyncio.gather(self._coordinator_task, return_exceptions=True)
             self._coordinator_task = None
         await self.services.groups.stop()
+        await self.services.shares.stop()
         await self.logs.stop()
 
     async def __aenter__(self) -> Broker:

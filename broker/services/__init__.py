@@ -15,6 +15,7 @@ from .errors import ServiceError
 from .group_configs import GroupConfigService
 from .groups import GroupService
 from .record_service import RecordService
+from .shares import ShareService
 from .topic_service import TopicService
 
 
@@ -27,10 +28,11 @@ class Services:
     groups: GroupService
     broker_configs: BrokerConfigService
     group_configs: GroupConfigService
+    shares: ShareService
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
+__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services", "ShareService",
            "TopicService"]

@@ -1,0 +1,507 @@
+"""Share groups' data plane (KIP-932): ShareFetch and ShareAcknowledge on a partition's leader.
+
+Kafka's SharePartitionManager: the share-partitions of this broker (``broker/share/
+share_partition.py``, one per group x topic-partition, loaded from the ``Persister`` on first
+use), the share sessions of each node (``broker/share/sessions.py``), reads through the Fetch
+path (``RecordService.fetch``), long polls and durability:
+
+- an acknowledgement is answered only once its state write is durable; a failed write rolls it
+  back and answers the write's error;
+- releases (RELEASE, lock expiry, a session's end) are written too, and wake parked fetches;
+- a fetch that acquires nothing waits up to MaxWaitMs for an append to one of its partitions or
+  a release, then answers with empty partitions.
+
+The persister is the one constructor argument that decides durability: ``InMemoryPersister``
+until the share-state coordinator over ``__share_group_state`` is given instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkette.coordinator.runtime.clock import Clock
+from kafkette.coordinator.share.persister import (
+    UNINITIALIZED_START_OFFSET,
+    Persister,
+    SharePartitionKey,
+    ShareState,
+    StateBatch,
+)
+from kafkette.storage.topics import TopicInfo
+
+from ..share.log_batches import log_batches
+from ..share.memory_persister import InMemoryPersister
+from ..share.sessions import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    SHARE_SESSION_LIMIT_REACHED,
+    ShareSession,
+    ShareSessionCache,
+)
+from ..share.share_partition import INVALID_REQUEST, AcquiredRange, SharePartition
+from .cluster import ClusterInfo
+from .record_service import EARLIEST, LATEST, RecordService
+from .topic_service import TopicService
+
+log = logging.getLogger("kafkette.share")
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+COORDINATOR_NOT_AVAILABLE = 15
+UNKNOWN_TOPIC_ID = 100
+LEADER_EPOCH = 0
+
+# Broker configs (Kafka's names) and their defaults when unset.
+BROKER_DEFAULTS = {
+    "group.share.delivery.count.limit": 5,
+    "group.share.partition.max.record.locks": 2000,
+    "group.share.max.share.sessions": 2000,
+    "group.share.record.lock.duration.ms": 30000,
+}
+
+# (topic id, partition, acknowledgement batches as (first, last, types))
+AckBatch = tuple[int, int, Sequence[int]]
+PartitionAcks = tuple[uuid.UUID, int, Sequence[AckBatch]]
+# Registers a callback run when the request's connection closes, under a key (a new
+# registration under the same key replaces the old one).
+WhenClosed = Callable[[Hashable, Callable[[], object]], object]
+
+
+@dataclass(slots=True)
+class PartitionAnswer:
+    topic_id: uuid.UUID
+    partition: int
+    error: int = 0
+    ack_error: int = 0
+    leader_id: int = -1
+    records: bytes = b""  # never None on the wire: librdkafka drops a null Records response
+    acquired: list[AcquiredRange] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ShareAnswer:
+    """What ShareFetch / ShareAcknowledge answer (the handler encodes it)."""
+
+    error: int = 0
+    error_message: str | None = None
+    lock_ms: int = 0
+    partitions: list[PartitionAnswer] = field(default_factory=list)
+    endpoints: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchParams:
+    group_id: str
+    member_id: str
+    epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    topics: Sequence[PartitionAcks]  # every partition named, with its acks (maybe none)
+    forgotten: Sequence[tuple[uuid.UUID, int]] = ()
+
+
+@dataclass(slots=True)
+class _Read:
+    """One partition read as FetchSession takes it."""
+
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+
+
+class ShareService:
+    def __init__(self, config: Any, topics: TopicService, clock: Clock,
+                 group_config: Callable[[str], dict[str, str]],
+                 persister: Persister | None = None) -> None:
+        self._config = config
+        self._topics = topics
+        self._clock = clock
+        self._group_config = group_config  # group id -> its own share.* configs
+        self.persister: Persister = persister if persister is not None else InMemoryPersister()
+        self._partitions: dict[SharePartitionKey, SharePartition] = {}
+        self._loading: dict[SharePartitionKey, asyncio.Future] = {}
+        self._state_epochs: dict[SharePartitionKey, int] = {}
+        self._sessions: dict[int, ShareSessionCache] = {}  # node id -> its sessions
+        self._waiters: dict[Hashable, set[asyncio.Future]] = {}
+        self._writes: set[asyncio.Future] = set()
+
+    # Configs ---------------------------------------------------------------------------------------
+    def _broker_int(self, key: str) -> int:
+        value = self._config.get(key)
+        return int(value) if value is not None else BROKER_DEFAULTS[key]
+
+    def _group(self, group_id: str, key: str) -> str | None:
+        return self._group_config(group_id).get(key)
+
+    def lock_ms(self, group_id: str) -> int:
+        own = self._group(group_id, "share.record.lock.duration.ms")
+        return int(own) if own else self._broker_int("group.share.record.lock.duration.ms")
+
+    def _delivery_limit(self, group_id: str) -> int:
+        own = self._group(group_id, "share.delivery.count.limit")
+        return int(own) if own else self._broker_int("group.share.delivery.count.limit")
+
+    def _read_committed(self, group_id: str) -> bool:
+        return self._group(group_id, "share.isolation.level") == "read_committed"
+
+    def sessions(self, node_id: int) -> ShareSessionCache:
+        cache = self._sessions.get(node_id)
+        if cache is None:
+            cache = self._sessions[node_id] = ShareSessionCache(
+                self._broker_int("group.share.max.share.sessions"))
+        return cache
+
+    # ShareFetch ------------------------------------------------------------------------------------
+    async def fetch(self, cluster: ClusterInfo, records: RecordService, req: ShareFetchParams,
+                    when_closed: WhenClosed | None = None) -> ShareAnswer:
+        cache = self.sessions(cluster.node_id)
+        group, member = req.group_id, req.member_id
+        lock_ms = self.lock_ms(group)
+        named = [(tid, p) for tid, p, _ in req.topics]
+        with_acks = [t for t in req.topics if t[2]]
+        if req.epoch == INITIAL_EPOCH:
+            if with_acks:
+                return ShareAnswer(INVALID_REQUEST, "Acknowledge data present in Initial Fetch "
+                                   "Request", lock_ms)
+            session = cache.open(group, member)
+            if session is None:
+                await asyncio.sleep(req.max_wait_ms / 1000)
+                return ShareAnswer(SHARE_SESSION_LIMIT_REACHED, None, lock_ms)
+            if when_closed is not None:
+                when_closed(("share-session", group, member),
+                            partial(self.session_closed, cluster.node_id, session))
+        else:
+            code, found = cache.check(group, member, req.epoch)
+            if found is None:
+                return ShareAnswer(code, None, lock_ms)
+            session = found
+            if req.epoch != FINAL_EPOCH:
+                session.bump()
+        if req.epoch != FINAL_EPOCH:
+            session.add(named)
+            session.forget(list(req.forgotten))
+        answer = ShareAnswer(lock_ms=lock_ms)
+        answers: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
+        await self._acknowledge(cluster, group, member, with_acks, answers, answer)
+        if req.epoch == FINAL_EPOCH:
+            if cache.remove(session):
+                self._release(session)
+            answer.partitions = list(answers.values())
+            return answer
+        order = list(session.partitions)
+        if order:
+            shift = req.epoch % len(order)
+            order = order[shift:] + order[:shift]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + req.max_wait_ms / 1000
+        while True:
+            got, waits_on = await self._acquire(cluster, records, group, member, order, req,
+                                                lock_ms, answers, answer)
+            failed = any(a.error for a in answers.values())
+            if got or failed or not waits_on or loop.time() >= deadline:
+                break
+            await self._wait(records, waits_on, deadline - loop.time())
+            if cache.get(group, member) is not session:
+                break  # the session ended meanwhile (connection closed, replaced)
+        answer.partitions = list(answers.values())
+        return answer
+
+    async def _acquire(self, cluster: ClusterInfo, records: RecordService, group: str,
+                       member: str, order: list[tuple[uuid.UUID, int]], req: ShareFetchParams,
+                       lock_ms: int, answers: dict[tuple[uuid.UUID, int], PartitionAnswer],
+                       answer: ShareAnswer) -> tuple[int, list[tuple[TopicInfo, int]]]:
+        """One pass over the session's partitions: (records acquired, partitions to wait on)."""
+        remaining = max(req.max_records, 1)
+        remaining_bytes = max(req.max_bytes, 1)
+        read_committed = self._read_committed(group)
+        taken = 0
+        waits_on: list[tuple[TopicInfo, int]] = []
+        for tid, p in order:
+            ans = answers.get((tid, p))
+            if ans is None:
+                ans = answers[(tid, p)] = PartitionAnswer(tid, p)
+            topic = self._resolve(cluster, records, tid, p, ans, answer)
+            if topic is None:
+                continue
+            waits_on.append((topic, p))
+            if remaining <= 0:
+                continue
+            sp = await self._partition(group, topic, p, records)
+            if sp is None:
+                ans.error = COORDINATOR_NOT_AVAILABLE
+                continue
+            offset = sp.next_fetch_offset()
+            if offset is None:
+                continue
+            read = records.fetch([(None, tid, [_Read(p, offset, remaining_bytes)])])
+            parts, _total, _error = read.read(remaining_bytes, read_committed)
+            got = parts[0][0]
+            if got.error == ErrorCode.offset_out_of_range:
+                _, start, _ = await records.list_offset(topic.name, p, EARLIEST)
+                self._persist_soon(sp, sp.skip_to(start))
+                continue
+            if got.error:
+                ans.error = got.error.value
+                continue
+            if got.records is None:
+                continue
+            data = got.records.read()
+            batches = log_batches(data, got.aborted if read_committed else None)
+            acquired = sp.acquire(member, batches, max_records=remaining,
+                                  batch_size=max(req.batch_size, 1), lock_ms=lock_ms)
+            if acquired.changes:
+                self._persist_soon(sp, acquired.changes)
+            if acquired.ranges:
+                ans.records = data[acquired.byte_start:acquired.byte_end]
+                ans.acquired = acquired.ranges
+                remaining -= acquired.count
+                remaining_bytes -= len(ans.records)
+                taken += acquired.count
+        return taken, waits_on
+
+    def _resolve(self, cluster: ClusterInfo, records: RecordService, tid: uuid.UUID, p: int,
+                 ans: PartitionAnswer, answer: ShareAnswer) -> TopicInfo | None:
+        """The topic of a partition this node leads; else the partition's error is set."""
+        topic = self._topics.get_by_id(tid)
+        if topic is None:
+            ans.error = UNKNOWN_TOPIC_ID
+            return None
+        if not records.has_partition(topic.name, p):
+            ans.error = UNKNOWN_TOPIC_OR_PARTITION
+            return None
+        leader = cluster.leader(topic.name, p)
+        if leader != cluster.node_id:
+            ans.error = NOT_LEADER_OR_FOLLOWER
+            ans.leader_id = leader
+            address = cluster.address_of(leader) if leader >= 0 else None
+            if address is not None:
+                answer.endpoints[leader] = address
+            return None
+        return topic
+
+    async def _wait(self, records: RecordService, partitions: list[tuple[TopicInfo, int]],
+                    timeout: float) -> None:
+        """Until one of ``partitions`` is appended to or releases records, or ``timeout``."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        reads = records.fetch([(topic.name, None, [_Read(p, 0, 0)]) for topic, p in partitions])
+        for plog in reads.logs:
+            plog.add_waiter(fut)
+        keys = []
+        for topic, p in partitions:
+            for key in self._keys_of(topic.topic_id, p):
+                self._waiters.setdefault(key, set()).add(fut)
+                keys.append(key)
+        timer = loop.call_later(max(timeout, 0), _resolve, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            for plog in reads.logs:
+                plog.remove_waiter(fut)
+            for key in keys:
+                waiting = self._waiters.get(key)
+                if waiting is not None:
+                    waiting.discard(fut)
+                    if not waiting:
+                        del self._waiters[key]
+
+    def _keys_of(self, tid: uuid.UUID, p: int) -> list[SharePartitionKey]:
+        return [k for k in self._partitions if k.topic_id == tid and k.partition == p]
+
+    def _wake(self, key: Hashable) -> None:
+        waiting = self._waiters.pop(key, None)
+        if waiting:
+            for fut in waiting:
+                _resolve(fut)
+
+    # ShareAcknowledge ------------------------------------------------------------------------------
+    async def acknowledge(self, cluster: ClusterInfo, group: str, member: str, epoch: int,
+                          acks: Sequence[PartitionAcks]) -> ShareAnswer:
+        cache = self.sessions(cluster.node_id)
+        lock_ms = self.lock_ms(group)
+        if epoch == INITIAL_EPOCH:
+            return ShareAnswer(123, None, lock_ms)  # INVALID_SHARE_SESSION_EPOCH
+        code, session = cache.check(group, member, epoch)
+        if session is None:
+            return ShareAnswer(code, None, lock_ms)
+        if epoch != FINAL_EPOCH:
+            session.bump()
+        answer = ShareAnswer(lock_ms=lock_ms)
+        answers: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
+        await self._acknowledge(cluster, group, member, [a for a in acks if a[2]], answers,
+                                answer)
+        for tid, p, _ in acks:  # every partition named is answered
+            answers.setdefault((tid, p), PartitionAnswer(tid, p))
+        if epoch == FINAL_EPOCH and cache.remove(session):
+            self._release(session)
+        answer.partitions = list(answers.values())
+        return answer
+
+    async def _acknowledge(self, cluster: ClusterInfo, group: str, member: str,
+                           acks: Sequence[PartitionAcks],
+                           answers: dict[tuple[uuid.UUID, int], PartitionAnswer],
+                           answer: ShareAnswer) -> None:
+        """Apply each partition's acknowledgements and wait until they are durable; a partition
+        that fails keeps its records as they were (its ack error says why)."""
+        merged: dict[tuple[uuid.UUID, int], list[AckBatch]] = {}
+        for tid, p, batches in acks:  # a topic may be named twice: merged
+            merged.setdefault((tid, p), []).extend(batches)
+        writes = []
+        for (tid, p), batches in merged.items():
+            ans = answers.get((tid, p))
+            if ans is None:
+                ans = answers[(tid, p)] = PartitionAnswer(tid, p)
+            topic = self._topics.get_by_id(tid)
+            if topic is None:
+                ans.ack_error = UNKNOWN_TOPIC_ID
+                continue
+            leader = cluster.leader(topic.name, p)
+            if leader != cluster.node_id:
+                ans.ack_error = NOT_LEADER_OR_FOLLOWER
+                ans.leader_id = leader
+                address = cluster.address_of(leader) if leader >= 0 else None
+                if address is not None:
+                    answer.endpoints[leader] = address
+                continue
+            key = SharePartitionKey(group, tid, p)
+            sp = self._partitions.get(key)
+            if sp is None:
+                ans.ack_error = UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            code, outcome = sp.acknowledge(member, batches)
+            if outcome is None:
+                ans.ack_error = code
+                continue
+            writes.append((ans, sp, outcome))
+        if not writes:
+            return
+        codes = await asyncio.gather(*(self._write(sp, outcome.changes, outcome.start_offset)
+                                       for _, sp, outcome in writes))
+        for (ans, sp, outcome), code in zip(writes, codes, strict=True):
+            if code:
+                sp.rollback(outcome)
+                ans.ack_error = code
+            else:
+                sp.commit()
+            self._wake(sp.key)
+
+    # Releases --------------------------------------------------------------------------------------
+    def session_closed(self, node_id: int, session: ShareSession) -> None:
+        """The connection that opened ``session`` closed: its member's records are free now."""
+        if self.sessions(node_id).remove(session):
+            self._release(session)
+
+    def _release(self, session: ShareSession) -> None:
+        for tid, p in session.partitions:
+            sp = self._partitions.get(SharePartitionKey(session.group_id, tid, p))
+            if sp is not None:
+                self._persist_soon(sp, sp.release_member(session.member_id))
+
+    def member_left(self, group_id: str, member_id: str) -> None:
+        """A share group member left or was fenced: its sessions end and its records are free."""
+        for cache in self._sessions.values():
+            session = cache.get(group_id, member_id)
+            if session is not None:
+                cache.remove(session)
+        for key, sp in list(self._partitions.items()):
+            if key.group_id == group_id:
+                self._persist_soon(sp, sp.release_member(member_id))
+
+    def _on_lock_expired(self, sp: SharePartition, changes: list[StateBatch]) -> None:
+        self._persist_soon(sp, changes)
+
+    # Durability ------------------------------------------------------------------------------------
+    def _persist_soon(self, sp: SharePartition, changes: list[StateBatch]) -> None:
+        """Write ``changes`` in the background and wake the fetches waiting on ``sp``."""
+        if not changes:
+            return
+        self._wake(sp.key)
+        task = asyncio.ensure_future(self._write(sp, changes, sp.start_offset))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _write(self, sp: SharePartition, changes: list[StateBatch], start: int) -> int:
+        key = sp.key
+        assert isinstance(key, SharePartitionKey)
+        state = ShareState(self._state_epochs.get(key, 0), LEADER_EPOCH, start, changes)
+        try:
+            code = await self.persister.write(key, state)
+        except Exception:  # noqa: BLE001 - answered as Kafka's code
+            log.exception("share state write of %s failed", key)
+            return COORDINATOR_NOT_AVAILABLE
+        if code:
+            log.warning("share state write of %s answered error %d", key, code)
+        return code
+
+    # Loading ----------------------------------------------------------------------------------------
+    async def _partition(self, group: str, topic: TopicInfo, p: int,
+                         records: RecordService) -> SharePartition | None:
+        key = SharePartitionKey(group, topic.topic_id, p)
+        sp = self._partitions.get(key)
+        if sp is not None:
+            return sp
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = self._loading[key] = asyncio.ensure_future(
+                self._load(key, topic, records))
+            loading.add_done_callback(partial(self._loaded, key))
+        return await asyncio.shield(loading)
+
+    def _loaded(self, key: SharePartitionKey, _fut: asyncio.Future) -> None:
+        self._loading.pop(key, None)
+
+    async def _load(self, key: SharePartitionKey, topic: TopicInfo,
+                    records: RecordService) -> SharePartition | None:
+        """Read the share-partition's state; a share-partition never initialised, or initialised
+        without a start offset, starts where share.auto.offset.reset says."""
+        code, state = await self.persister.read(key, LEADER_EPOCH)
+        if code:
+            log.warning("share state read of %s answered error %d", key, code)
+            return None
+        if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
+            reset = self._group(key.group_id, "share.auto.offset.reset") or "latest"
+            where = EARLIEST if reset == "earliest" else LATEST
+            _, start, _ = await records.list_offset(topic.name, key.partition, where)
+            epoch = state.state_epoch if state is not None else 0
+            if state is None:
+                code = await self.persister.initialize(key, epoch, start)
+            else:
+                code = await self.persister.write(key, ShareState(epoch, LEADER_EPOCH, start))
+            if code:
+                return None
+            state = ShareState(epoch, LEADER_EPOCH, start)
+        if key in self._partitions:  # loaded meanwhile
+            return self._partitions[key]
+        sp = SharePartition(key, self._clock, start_offset=state.start_offset,
+                            delivery_limit=self._delivery_limit(key.group_id),
+                            max_in_flight=self._broker_int(
+                                "group.share.partition.max.record.locks"),
+                            state_batches=state.state_batches, on_change=self._on_lock_expired)
+        self._partitions[key] = sp
+        self._state_epochs[key] = state.state_epoch
+        log.info("share-partition %s-%s of group %s loaded at start offset %d", topic.name,
+                 key.partition, key.group_id, sp.start_offset)
+        return sp
+
+    async def stop(self) -> None:
+        for sp in self._partitions.values():
+            sp.close()
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+
+
+def _resolve(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
