@@ -1,5 +1,7 @@
-"""ApiVersions (key 18): the first request on every connection. Features: ``transaction.version``
-is supported at levels 0-2 and finalized at the broker's ``transaction.version``; below 2 the
+"""ApiVersions (key 18): the first request on every connection. Features: ``share.version`` is
+supported at levels 0-1 and finalized at the broker's ``share.version`` (KIP-932 share groups);
+``transaction.version`` is supported at levels 0-2 and finalized at the broker's
+``transaction.version``; below 2 the
 KIP-890 versions of the transaction APIs (AddPartitionsToTxn v4+, EndTxn v5+, TxnOffsetCommit
 v5+) are not advertised, so clients choose transaction version 2 only when it is finalized.
 
@@ -31,6 +33,9 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 TRANSACTION_VERSION = "transaction.version"
 MAX_TRANSACTION_VERSION = 2
+SHARE_VERSION = "share.version"
+MAX_SHARE_VERSION = 1
+DEFAULT_SHARE_VERSION = 1  # Kafka 4.2 finalizes share.version=1 on new clusters
 # The highest version of each transaction API before transaction version 2 (KIP-890 part 2).
 _TV1_MAX = {24: 3, 26: 4, 28: 4}
 FEATURES_EPOCH = 1  # the finalized features never change while the broker runs
@@ -76,7 +81,8 @@ def unsupported_version_answer() -> tuple[Any, Any]:
 
 
 @cache
-def _response(version: int, error: Any, transaction_version: int) -> Any:
+def _response(version: int, error: Any, transaction_version: int,
+              share_version: int = DEFAULT_SHARE_VERSION) -> Any:
     # The route table is static data, so each version's answer never changes.
     from datetime import timedelta
 
@@ -87,12 +93,18 @@ def _response(version: int, error: Any, transaction_version: int) -> Any:
     supported: tuple[Any, ...] = ()
     finalized: tuple[Any, ...] = ()
     if version >= 3:
-        supported = (item_type(cls, "supported_features")(
-            name=TRANSACTION_VERSION, min_version=0, max_version=MAX_TRANSACTION_VERSION),)
-        if transaction_version > 0:  # Kafka leaves out features finalized at level 0
-            finalized = (item_type(cls, "finalized_features")(
-                name=TRANSACTION_VERSION, max_version_level=transaction_version,
-                min_version_level=transaction_version),)
+        supported_type = item_type(cls, "supported_features")
+        finalized_type = item_type(cls, "finalized_features")
+        supported = (supported_type(name=SHARE_VERSION, min_version=0,
+                                    max_version=MAX_SHARE_VERSION),
+                     supported_type(name=TRANSACTION_VERSION, min_version=0,
+                                    max_version=MAX_TRANSACTION_VERSION))
+        # Kafka leaves out features finalized at level 0
+        finalized = tuple(finalized_type(name=name, max_version_level=level,
+                                         min_version_level=level)
+                          for name, level in ((SHARE_VERSION, share_version),
+                                              (TRANSACTION_VERSION, transaction_version))
+                          if level > 0)
     return make(
         cls,
         error_code=error,
@@ -113,7 +125,8 @@ def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
     if ctx.api_version >= 3 and not valid_software(req.client_software_name,
                                                    req.client_software_version):
         error = ErrorCode.invalid_request
-    return _response(ctx.api_version, error, ctx.config.get_int(TRANSACTION_VERSION))
+    return _response(ctx.api_version, error, ctx.config.get_int(TRANSACTION_VERSION),
+                     ctx.config.get_int(SHARE_VERSION))
 
 
 def valid_software(name: str | None, version: str | None) -> bool:
@@ -143,9 +156,11 @@ def _tagged(tag: int, value: bytes) -> bytes:
 
 
 @cache
-def response_body(version: int, error: int, transaction_version: int) -> bytes:
+def response_body(version: int, error: int, transaction_version: int,
+                  share_version: int = DEFAULT_SHARE_VERSION) -> bytes:
     """The encoded ApiVersions response body of ``version`` (Kafka's ApiVersionsResponse
-    schema; what kio encodes for ``_response(version, error, transaction_version)``)."""
+    schema; what kio encodes for ``_response(version, error, transaction_version,
+    share_version)``)."""
     keys = _advertised(transaction_version)
     if error == UNSUPPORTED_VERSION:  # ApiVersionsRequest.getErrorResponse lists only itself
         keys = [key for key in keys if key[0] == API_VERSIONS_KEY]
@@ -161,13 +176,17 @@ def response_body(version: int, error: int, transaction_version: int) -> bytes:
     for key in keys:
         out += _KEY3.pack(*key) + b"\x00"  # no tagged fields
     out += b"\x00\x00\x00\x00"  # throttle_time_ms
-    name = _compact_string(TRANSACTION_VERSION)
-    # Tag 0 SupportedFeatures, 1 FinalizedFeaturesEpoch, 2 FinalizedFeatures (one-item arrays).
-    tags = [_tagged(0, b"\x02" + name + _HH.pack(0, MAX_TRANSACTION_VERSION) + b"\x00"),
+    share, txn = _compact_string(SHARE_VERSION), _compact_string(TRANSACTION_VERSION)
+    # Tag 0 SupportedFeatures, 1 FinalizedFeaturesEpoch, 2 FinalizedFeatures.
+    tags = [_tagged(0, b"\x03" + share + _HH.pack(0, MAX_SHARE_VERSION) + b"\x00"
+                    + txn + _HH.pack(0, MAX_TRANSACTION_VERSION) + b"\x00"),
             _tagged(1, _Q.pack(FEATURES_EPOCH))]
-    if transaction_version > 0:  # Kafka leaves out features finalized at level 0
-        tags.append(_tagged(2, b"\x02" + name
-                            + _HH.pack(transaction_version, transaction_version) + b"\x00"))
+    # Kafka leaves out features finalized at level 0
+    finalized = [name + _HH.pack(level, level) + b"\x00"
+                 for name, level in ((share, share_version), (txn, transaction_version))
+                 if level > 0]
+    if finalized:
+        tags.append(_tagged(2, encode_uvarint(len(finalized) + 1) + b"".join(finalized)))
     out += encode_uvarint(len(tags)) + b"".join(tags)
     return bytes(out)
 
@@ -184,7 +203,8 @@ def frame(correlation_id: int, body: bytes) -> bytes:
     return _SIZE_CORR.pack(len(body) + 4, correlation_id) + body
 
 
-def early_answer(frame_: bytes, transaction_version: int) -> bytes | None:
+def early_answer(frame_: bytes, transaction_version: int,
+                 share_version: int = DEFAULT_SHARE_VERSION) -> bytes | None:
     """The framed answer to ``frame_`` (a request without its size prefix) if it is an
     ApiVersions request that ``handle_api_versions`` would answer; None for any other request,
     and for one the connection would refuse or close on (left for it to handle)."""
@@ -220,7 +240,7 @@ def early_answer(frame_: bytes, transaction_version: int) -> bytes | None:
             return None
         if not valid_software(name, software_version):
             error = INVALID_REQUEST
-    return frame(corr, response_body(version, error, transaction_version))
+    return frame(corr, response_body(version, error, transaction_version, share_version))
 
 
 def _read_compact_string(buf: bytes, pos: int) -> tuple[str, int]:

@@ -21,7 +21,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from .api_versions import TRANSACTION_VERSION, early_answer
+from .api_versions import SHARE_VERSION, TRANSACTION_VERSION, early_answer
 
 if TYPE_CHECKING:
     from .config import BrokerConfig, Listener
@@ -81,6 +81,7 @@ class EarlyListener:
         self.listener = listener
         self.server: asyncio.Server | None = None
         self.transaction_version = config.get_int(TRANSACTION_VERSION)
+        self.share_version = config.get_int(SHARE_VERSION)
         self.max_frame = config.get_int("socket.request.max.bytes")
         self.max_unsent = config.get_int("queued.max.response.bytes")
         self._factory: ProtocolFactory | None = None
@@ -152,7 +153,8 @@ class EarlyConnection(asyncio.Protocol):
                 return
             if len(buf) < 4 + size:
                 return
-            answer = early_answer(bytes(buf[4:4 + size]), owner.transaction_version)
+            answer = early_answer(bytes(buf[4:4 + size]), owner.transaction_version,
+                                  owner.share_version)
             if answer is None:
                 self._hold()
                 return

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from kafkette.coordinator.group.consumer.defaults import DEFAULTS as CONSUMER_GROUP_DEFAULTS
+from kafkette.coordinator.group.share.defaults import DEFAULTS as SHARE_GROUP_DEFAULTS
 
 log = logging.getLogger("kafkette.broker.config")
 
@@ -91,6 +92,9 @@ DEFAULTS: dict[str, str] = {
     # Consumer group protocol, KIP-848 (Kafka 4.0 names and defaults): group.consumer.*,
     # group.coordinator.rebalance.protocols.
     **CONSUMER_GROUP_DEFAULTS,
+    # Share groups, KIP-932 (Kafka 4.2 names and defaults): group.share.* (coordinator side),
+    # and the share.version feature.
+    **SHARE_GROUP_DEFAULTS,
     # Transaction coordinator (Kafka's defaults)
     "transaction.state.log.num.partitions": "50",
     "transaction.state.log.replication.factor": "1",
@@ -209,6 +213,15 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "group.initial.rebalance.delay.ms": ConfigKey("INT", at_least(0)),
     "add.partitions.to.txn.retry.backoff.max.ms": ConfigKey("INT", at_least(0)),
     "transaction.version": ConfigKey("SHORT", between(0, 2)),
+    "share.version": ConfigKey("SHORT", between(0, 1)),
+    "group.share.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
+    "group.share.min.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
+    "group.share.max.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
+    "group.share.session.timeout.ms": ConfigKey("INT", at_least(1)),
+    "group.share.min.session.timeout.ms": ConfigKey("INT", at_least(1)),
+    "group.share.max.session.timeout.ms": ConfigKey("INT", at_least(1)),
+    "group.share.max.size": ConfigKey("INT", between(1, 1000)),
+    "group.share.assignors": ConfigKey("LIST"),
     "group.min.session.timeout.ms": ConfigKey("INT"),
     "group.max.session.timeout.ms": ConfigKey("INT"),
     "group.max.size": ConfigKey("INT", at_least(1)),

@@ -55,6 +55,8 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat
     69: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupDescribe
+    76: (1, 1, 1, _H + "share_group"),  # ShareGroupHeartbeat
+    77: (1, 1, 1, _H + "share_group"),  # ShareGroupDescribe
     78: (1, 1, 1, _H + "share_fetch"),  # ShareFetch
     79: (1, 1, 1, _H + "share_fetch"),  # ShareAcknowledge
 }

@@ -131,7 +131,8 @@ class Broker:
             topics=topics,
             records=RecordService(self.logs, self.stats),
             groups=GroupService(self.logs, self.config, self.clock,
-                                group_configs.consumer_overrides),
+                                group_configs.consumer_overrides,
+                                group_configs.share_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
             # Share groups' records; durable through its persister (in memory for now).

@@ -72,7 +72,12 @@ def _as_node(node_id: int, fn: Any) -> Any:
 
 
 def _summary(shard: Any, group_id: str, protocol_type: str, state: str) -> GroupSummary:
-    group = shard.groups[group_id]
+    group = shard.groups.get(group_id)
+    if group is None:  # a consumer (KIP-848) or share (KIP-932) group: its epoch, no leader
+        modern = shard.consumer_groups.get(group_id) or shard.share_groups.get(group_id)
+        return GroupSummary(group_id, state, protocol_type, None,
+                            0 if modern is None else modern.group_epoch, None,
+                            0 if modern is None else len(modern.members))
     return GroupSummary(group_id, state, protocol_type, group.protocol_name, group.generation,
                         group.leader_id, len(group.members))
 

@@ -6,8 +6,8 @@ A group's own values override the broker's group defaults (``group.consumer.sess
 above heartbeat; INVALID_CONFIG with Kafka's message), stored durably in ``log.dirs`` and, for
 ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``, handed to the group
 coordinator through ``consumer_overrides``: a consumer-protocol member's next heartbeat gets the
-group's interval and session timeout, as in Kafka. The ``share.*`` keys are kept and described
-(kafkette has no share groups to apply them to).
+group's interval and session timeout, as in Kafka; likewise ``share.session.timeout.ms`` /
+``share.heartbeat.interval.ms`` through ``share_overrides`` for share group members.
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ class GroupConfigService:
         # group id -> (session timeout ms, heartbeat interval ms) of groups that set either: the
         # group coordinator reads this map (CoordinatorConfig.group_overrides)
         self.consumer_overrides: dict[str, tuple[int, int]] = {}
+        # the same for share groups (share.session.timeout.ms, share.heartbeat.interval.ms)
+        self.share_overrides: dict[str, tuple[int, int]] = {}
 
     def load(self) -> None:
         """The stored group configs (before the group coordinator loads)."""
@@ -127,6 +129,12 @@ class GroupConfigService:
                                                  int(values["consumer.heartbeat.interval.ms"]))
         else:
             self.consumer_overrides.pop(group_id, None)
+        if "share.session.timeout.ms" in own or "share.heartbeat.interval.ms" in own:
+            values = self.effective(group_id)
+            self.share_overrides[group_id] = (int(values["share.session.timeout.ms"]),
+                                              int(values["share.heartbeat.interval.ms"]))
+        else:
+            self.share_overrides.pop(group_id, None)
 
     # Describe ------------------------------------------------------------------------------------
     def entries(self, group_id: str, keys: set[str] | None) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,12 +35,17 @@ class GroupService:
     """Holds the coordinator once it exists; ``coordinator`` is None until it has loaded."""
 
     def __init__(self, logs: LogManager, config: Any, clock: Any,
-                 group_overrides: Mapping[str, tuple[int, int]] | None = None) -> None:
+                 group_overrides: Mapping[str, tuple[int, int]] | None = None,
+                 share_overrides: Mapping[str, tuple[int, int]] | None = None) -> None:
         self._logs = logs
         self._config = config
         self._clock = clock
         # groups' own session timeout and heartbeat interval (GROUP configs), read live
         self._group_overrides = group_overrides
+        self._share_overrides = share_overrides
+        # told (group id, member id) of every share member that leaves or is fenced; handed to
+        # the coordinator when it starts (the same list: callbacks added later reach it too)
+        self._share_member_listeners: list[Callable[[str, str], None]] = []
         self.coordinator: GroupCoordinator | None = None
         from .offsets_log import consumer_group_config
 
@@ -56,9 +61,15 @@ class GroupService:
         from .offsets_log import TRANSACTION_TOPIC, start_coordinator
 
         self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
-                                                   self._group_overrides)
+                                                   self._group_overrides, self._share_overrides,
+                                                   self._share_member_listeners)
         if self._logs.topic(TRANSACTION_TOPIC) is not None:
             await self._start_transactions()
+
+    def add_share_member_listener(self, callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(group_id, member_id)`` whenever a share group member leaves or is
+        fenced (once durable), from now on, whether or not the coordinator has started."""
+        self._share_member_listeners.append(callback)
 
     def transaction_coordinator(self) -> TransactionCoordinator | None:
         """The transaction coordinator; None while it loads. As in Kafka, the first use creates

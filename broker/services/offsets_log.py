@@ -113,14 +113,32 @@ def consumer_group_config(config: Any) -> Any:
         raise ConfigError(str(exc)) from None
 
 
-def coordinator_config(config: Any, logs: Any = None, group_overrides: Any = None) -> Any:
-    """``group_overrides``: the live map of groups' own session timeout and heartbeat interval
-    (broker/services/group_configs.py)."""
+def share_group_config(config: Any) -> Any:
+    """group.share.* and share.version, validated (ConfigError)."""
+    from kafkette.coordinator.group.share.share_config import ShareGroupConfig
+
+    from ..config import ConfigError
+
+    try:
+        return ShareGroupConfig.from_config(config.get)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def coordinator_config(config: Any, logs: Any = None, group_overrides: Any = None,
+                       share_overrides: Any = None, share_member_listeners: Any = None) -> Any:
+    """``group_overrides`` / ``share_overrides``: the live maps of consumer / share groups' own
+    session timeout and heartbeat interval (broker/services/group_configs.py);
+    ``share_member_listeners``: the live list of callbacks told of share members leaving."""
     from kafkette.coordinator.group.group_config import CoordinatorConfig
 
     return CoordinatorConfig(
         consumer=consumer_group_config(config), topics=topic_view(logs),
         group_overrides=group_overrides if group_overrides is not None else {},
+        share=share_group_config(config),
+        share_overrides=share_overrides if share_overrides is not None else {},
+        share_member_listeners=(share_member_listeners if share_member_listeners is not None
+                                else []),
         initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
         min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
         max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
@@ -144,7 +162,8 @@ async def internal_topic(logs: Any, name: str, partitions: int, segment_bytes: s
     return info
 
 
-async def start_coordinator(logs: Any, config: Any, clock: Any, group_overrides: Any = None
+async def start_coordinator(logs: Any, config: Any, clock: Any, group_overrides: Any = None,
+                            share_overrides: Any = None, share_member_listeners: Any = None
                             ) -> Any:
     """Create ``__consumer_offsets`` if needed, then start the coordinator on its partitions."""
     from kafkette.coordinator.group.group_service import GroupCoordinator
@@ -154,7 +173,8 @@ async def start_coordinator(logs: Any, config: Any, clock: Any, group_overrides:
     codec = compression_codec(config.get_str("offsets.topic.compression.codec"))
     coord = GroupCoordinator(
         config.node_id, info.partitions, clock,
-        coordinator_config(config, logs, group_overrides),
+        coordinator_config(config, logs, group_overrides, share_overrides,
+                           share_member_listeners),
         lambda p: PartitionOffsetsLog(logs.partition(OFFSETS_TOPIC, p), codec),
         partition_count=_partition_counter(logs))
     await coord.start()

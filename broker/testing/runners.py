@@ -33,6 +33,11 @@ TEST_DEFAULTS: dict[str, str] = {
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.min.session.timeout.ms": "1000",
     "group.consumer.session.timeout.ms": "6000",
+    # share groups (KIP-932): likewise
+    "group.share.min.heartbeat.interval.ms": "100",
+    "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.session.timeout.ms": "1000",
+    "group.share.session.timeout.ms": "6000",
 }
 
 

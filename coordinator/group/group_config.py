@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .consumer.consumer_group_config import ConsumerGroupConfig
 from .consumer.topic_view import TopicView
+from .share.share_config import ShareGroupConfig
 
 
 def _default_consumer_config() -> ConsumerGroupConfig:
@@ -34,3 +35,11 @@ class CoordinatorConfig:
     # group id -> (session timeout ms, heartbeat interval ms) of the consumer groups that set
     # their own (GROUP config resources): a live map the broker keeps, read at every heartbeat
     group_overrides: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # group.share.* and the share.version feature (KIP-932)
+    share: ShareGroupConfig = field(default_factory=ShareGroupConfig)
+    # group id -> (session timeout ms, heartbeat interval ms) of the share groups that set their
+    # own (share.session.timeout.ms / share.heartbeat.interval.ms GROUP configs), live
+    share_overrides: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # called with (group id, member id) once a share member's leave or fencing is durable
+    # (GroupCoordinator.add_share_member_listener appends here; every shard reads it)
+    share_member_listeners: list[Callable[[str, str], None]] = field(default_factory=list)

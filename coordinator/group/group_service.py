@@ -90,6 +90,7 @@ from .requests import (
 if TYPE_CHECKING:  # KIP-848 modules: imported when a consumer group first appears
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
     from .consumer.heartbeat import HeartbeatRequest, HeartbeatResult
+    from .share.share_service import ShareGroupService  # noqa: F401  (annotations only)
 
 log = logging.getLogger("kafkette.coordinator")
 T = TypeVar("T")
@@ -124,6 +125,7 @@ class GroupCoordinator:
         self.owners: dict[int, int] = {}
         self.started = False
         self._loads: list[asyncio.Future] = []
+        self._share: ShareGroupService | None = None
 
     # Lifecycle -------------------------------------------------------------------------------
     async def start(self, wait: bool = True) -> None:
@@ -404,6 +406,22 @@ class GroupCoordinator:
         """A topic was created, deleted or grew: consumer groups recompute their subscription
         metadata and regexes on their next heartbeat."""
         self.config.topics.changed()
+
+    # Share groups (KIP-932) ------------------------------------------------------------------
+    def share_groups(self) -> ShareGroupService:
+        """ShareGroupHeartbeat / ShareGroupDescribe and the admin side's share group query
+        (share/share_service.py, imported on first use)."""
+        service = self._share
+        if service is None:
+            from .share.share_service import ShareGroupService  # noqa: F401  (annotations only)
+
+            service = self._share = ShareGroupService(self)
+        return service
+
+    def add_share_member_listener(self, callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(group_id, member_id)`` whenever a share group member leaves (epoch
+        -1) or is fenced (session timeout), once its removal is durable."""
+        self.config.share_member_listeners.append(callback)
 
     # Offsets ---------------------------------------------------------------------------------
     def commit_offsets(self, request: OffsetCommitRequest, partitions: list[CommitPartition],

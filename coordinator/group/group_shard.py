@@ -6,8 +6,9 @@ and owns the log; the service calls the request methods by reference
 (``GroupCoordinatorShard.heartbeat``...).
 
 Groups are reached one way each: classic groups in ``group_manager.groups``, consumer groups
-(KIP-848) in ``consumer_groups``; the consumer-group manager through ``consumer_manager()``,
-which creates it (and imports its modules) on first use.
+(KIP-848) in ``consumer_groups``, share groups (KIP-932) in ``share_groups``; the consumer- and
+share-group managers through ``consumer_manager()`` / ``share_manager()``, which create them
+(and import their modules) on first use. One group id names one group of one type.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..runtime.coordinator_runtime import ShardContext
 from ..runtime.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     GROUP_ID_NOT_FOUND,
+    INCONSISTENT_GROUP_PROTOCOL,
     NON_EMPTY_GROUP,
     NONE,
     PRODUCER_FENCED,
@@ -54,6 +56,9 @@ if TYPE_CHECKING:
     from .consumer.consumer_manager import ConsumerGroupManager
     from .consumer.describe import DescribedGroup as DescribedConsumerGroup
     from .consumer.heartbeat import HeartbeatRequest
+    from .share.share_group import ShareGroup
+    from .share.share_heartbeat import ShareHeartbeatRequest
+    from .share.share_manager import DescribedShareGroup, ShareGroupManager
 
 log = logging.getLogger("kafkette.coordinator")
 
@@ -73,6 +78,9 @@ class GroupCoordinatorShard:
         self.consumer: ConsumerGroupManager | None = None
         # group id -> consumer group: the manager's (this empty one until there is a manager)
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # KIP-932 share groups: likewise, created on the first share-group record or request
+        self.share: ShareGroupManager | None = None
+        self.share_groups: dict[str, ShareGroup] = {}
 
     def consumer_manager(self) -> ConsumerGroupManager:
         """The consumer-group manager, created on first use."""
@@ -84,6 +92,21 @@ class GroupCoordinatorShard:
             self.consumer = manager
             self.consumer_groups = manager.groups
         return manager
+
+    def share_manager(self) -> ShareGroupManager:
+        """The share-group manager, created on first use."""
+        manager = self.share
+        if manager is None:
+            from .share.share_manager import ShareGroupManager
+
+            manager = ShareGroupManager(self.context, self.config, self._other_type)
+            self.share = manager
+            self.share_groups = manager.groups
+        return manager
+
+    def _other_type(self, group_id: str) -> bool:
+        """True when a classic or consumer group has this id."""
+        return group_id in self.group_manager.groups or group_id in self.consumer_groups
 
     @property
     def groups(self) -> dict:
@@ -103,6 +126,8 @@ class GroupCoordinatorShard:
         self.group_manager.on_loaded()
         if self.consumer is not None:
             self.consumer.on_loaded()
+        if self.share is not None:
+            self.share.on_loaded()
         self._schedule_retention_check()
 
     def on_unloaded(self, error: int) -> None:
@@ -126,6 +151,12 @@ class GroupCoordinatorShard:
             decoded: Any
             if key[:1] == b"\x00" and key[1:2] in _CLASSIC_TYPES:
                 decoded = group_records.decode_key(key)  # what consumer_group_records hands on
+            elif key[:1] == b"\x00" and key[1:2] in _SHARE_TYPES:
+                from kafkette.protocol import share_group_records as sgr
+
+                share_key = sgr.decode_key(key)
+                self.share_manager().replay(share_key, sgr.decode_value(share_key, value))
+                return
             else:  # a consumer-group record type (3-8, 16), or unknown
                 from kafkette.protocol import consumer_group_records as cgr
 
@@ -180,6 +211,10 @@ class GroupCoordinatorShard:
     # Classic group membership (writes) -------------------------------------------------------
     def join_group(self, request: JoinRequest) -> Result:
         group = self.consumer_groups.get(request.group_id)
+        if group is None and request.group_id in self.share_groups:
+            answer = self.context.new_future()  # Kafka: a share group's id is not for JoinGroup
+            answer.set_result(JoinResult(INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+            return Result((), answer)
         if group is None:
             return self.group_manager.join_group(request)
         consumer = self.consumer_manager()
@@ -192,13 +227,27 @@ class GroupCoordinatorShard:
 
     # Consumer groups (KIP-848) ---------------------------------------------------------------
     def consumer_group_heartbeat(self, request: HeartbeatRequest) -> Result:
+        if self.share_groups and request.group_id in self.share_groups:
+            raise CoordinatorError(GROUP_ID_NOT_FOUND,
+                                   f"Group {request.group_id} is not a consumer group.")
         return self.consumer_manager().heartbeat(request)
 
     def consumer_group_describe(self, group_ids: list[str]
                                 ) -> list[tuple[str, int, str | None,
                                                 DescribedConsumerGroup | None]]:
         consumer = self.consumer_manager()
-        return [(gid, *consumer.describe(gid)) for gid in group_ids]
+        return [(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.", None)
+                if gid in self.share_groups else (gid, *consumer.describe(gid))
+                for gid in group_ids]
+
+    # Share groups (KIP-932) ------------------------------------------------------------------
+    def share_group_heartbeat(self, request: ShareHeartbeatRequest) -> Result:
+        return self.share_manager().heartbeat(request)
+
+    def share_group_describe(self, group_ids: list[str]
+                             ) -> list[tuple[str, int, str | None, DescribedShareGroup | None]]:
+        share = self.share_manager()
+        return [(gid, *share.describe(gid)) for gid in group_ids]
 
     def sync_group(self, request: SyncRequest) -> Result:
         if request.group_id in self.consumer_groups:
@@ -228,6 +277,8 @@ class GroupCoordinatorShard:
                                               self.context.now_ms())
         gm = self.group_manager
         group = gm.groups.get(group_id)
+        if group is None and group_id in self.share_groups:  # share groups commit no offsets
+            return Result((), [GROUP_ID_NOT_FOUND] * len(partitions))
         result = self.offset_manager.commit(group, request, partitions, self.context.now_ms())
         if result.records:
             if group is None:
@@ -257,6 +308,14 @@ class GroupCoordinatorShard:
         results = []
         records: list[RawRecord] = []
         for gid in group_ids:
+            share_group = self.share_groups.get(gid)
+            if share_group is not None:
+                share_records: list[RawRecord] = []
+                code = self.share_manager().delete(share_group, share_records)
+                if code == NONE:
+                    records.extend(share_records)
+                results.append((gid, code))
+                continue
             consumer_group = self.consumer_groups.get(gid)
             if consumer_group is not None:
                 group_records: list[RawRecord] = []
@@ -333,7 +392,10 @@ class GroupCoordinatorShard:
     # Reads -----------------------------------------------------------------------------------
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
                       ) -> list[FetchedTopic]:
-        """[(topic, [(partition, offset, leader_epoch, metadata, error)])]; all if topics is None."""
+        """[(topic, [(partition, offset, leader_epoch, metadata, error)])]; all if topics is None.
+        A share group commits no offsets: GROUP_ID_NOT_FOUND, as Kafka answers."""
+        if self.share_groups and group_id in self.share_groups:
+            raise CoordinatorError(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return self.offset_manager.fetch(
             group_id, topics, group_id in self.groups or group_id in self.consumer_groups)
 
@@ -350,7 +412,8 @@ class GroupCoordinatorShard:
         return NONE
 
     def describe_group(self, group_id: str, version: int) -> DescribedGroup:
-        if group_id in self.consumer_groups:  # KIP-1099: not a classic group
+        if group_id in self.consumer_groups or group_id in self.share_groups:
+            # KIP-1099: not a classic group
             if version >= 6:
                 return DescribedGroup(group_id, GROUP_ID_NOT_FOUND, "Dead", "", "", [],
                                       f"Group {group_id} is not a classic group.")
@@ -360,7 +423,11 @@ class GroupCoordinatorShard:
     def list_groups(self, states: set[str], types: set[str]) -> list[tuple[str, str, str, str]]:
         consumer = self.consumer
         rows = self.group_manager.list_groups(states, types)
-        return rows if consumer is None else rows + consumer.list_groups(states, types)
+        if consumer is not None:
+            rows = rows + consumer.list_groups(states, types)
+        if self.share is not None:
+            rows = rows + self.share.list_groups(states, types)
+        return rows
 
     # Offsets retention -----------------------------------------------------------------------
     def _schedule_retention_check(self) -> None:
@@ -390,6 +457,8 @@ class GroupCoordinatorShard:
 # Key types group_records decodes (offset commits v0/v1, group metadata): consumer_group_records
 # hands these to it, so decoding them there gives the same keys without loading that module.
 _CLASSIC_TYPES = (b"\x00", b"\x01", b"\x02")
+# Share group record types 10-15 (share_group_records; type 9 existed in Kafka 4.0 only).
+_SHARE_TYPES = tuple(bytes((t,)) for t in range(10, 16))
 
 
 def _decode_any_key(data: bytes) -> Any:

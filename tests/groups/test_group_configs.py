@@ -59,8 +59,8 @@ def test_group_configs_are_described_set_kept_and_applied(kafka_broker_factory):
     assert defaults == {
         "consumer.session.timeout.ms": ("6000", DEFAULT_CONFIG),  # group.consumer.* (test config)
         "consumer.heartbeat.interval.ms": ("500", DEFAULT_CONFIG),
-        "share.session.timeout.ms": ("45000", DEFAULT_CONFIG),
-        "share.heartbeat.interval.ms": ("5000", DEFAULT_CONFIG),
+        "share.session.timeout.ms": ("6000", DEFAULT_CONFIG),  # group.share.* (test config)
+        "share.heartbeat.interval.ms": ("500", DEFAULT_CONFIG),
         "share.record.lock.duration.ms": ("30000", DEFAULT_CONFIG),
         "share.auto.offset.reset": ("latest", DEFAULT_CONFIG)}
 
@@ -68,7 +68,7 @@ def test_group_configs_are_described_set_kept_and_applied(kafka_broker_factory):
     got = describe(admin, "quick")
     assert got["consumer.session.timeout.ms"] == ("2000", GROUP_CONFIG)
     assert got["consumer.heartbeat.interval.ms"] == ("700", GROUP_CONFIG)
-    assert got["share.session.timeout.ms"] == ("45000", DEFAULT_CONFIG)
+    assert got["share.session.timeout.ms"] == ("6000", DEFAULT_CONFIG)
     assert describe(admin, "slow") == defaults
 
     broker.restart()

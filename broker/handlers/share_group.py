@@ -1,0 +1,104 @@
+"""ShareGroupHeartbeat (key 76) and ShareGroupDescribe (key 77), v1: share group membership
+(KIP-932). Decode, call the coordinator's share group service, encode. With the
+``share.version`` feature finalized at 0 both answer UNSUPPORTED_VERSION, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from functools import cache, lru_cache, partial
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkette.coordinator.group.share.share_heartbeat import ShareHeartbeatRequest
+from kafkette.coordinator.group.share.share_manager import DescribedTopicPartitions
+from kafkette.protocol.build import item_type, make
+from kafkette.protocol.codec import response_type
+
+from ..context import RequestContext
+from ..routes import api
+from ._groups_common import ZERO, coordinator, respond_with
+from .groups import AUTH_OPS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
+
+
+@api(76, 1, 1)
+def handle_share_group_heartbeat(ctx: RequestContext, req: Any):
+    names = req.subscribed_topic_names
+    request = ShareHeartbeatRequest(
+        group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+        rack_id=req.rack_id, subscribed_topic_names=None if names is None else tuple(names),
+        client_id="null" if ctx.client_id is None else ctx.client_id,
+        client_host=ctx.client_host)
+    version = ctx.api_version
+    answer = coordinator(ctx).share_groups().heartbeat(request)
+    if type(answer) is tuple:
+        return _heartbeat_response(version, answer)
+    return respond_with(answer, partial(_heartbeat_response, version))
+
+
+@cache
+def _heartbeat_types(version: int) -> tuple[type, type, type]:
+    response_cls = response_type(76, version)
+    assignment_cls = item_type(response_cls, "assignment")
+    return response_cls, assignment_cls, item_type(assignment_cls, "topic_partitions")
+
+
+@lru_cache(maxsize=64)
+def _interval(interval_ms: int) -> timedelta:
+    return timedelta(milliseconds=interval_ms)
+
+
+def _heartbeat_response(version: int, answer: Any):
+    code, message, result = answer
+    response_cls, assignment_cls, tp_cls = _heartbeat_types(version)
+    if result is None:
+        return response_cls(throttle_time=ZERO, error_code=ErrorCode(code),
+                            error_message=message, member_id=None, member_epoch=0,
+                            heartbeat_interval=ZERO, assignment=None)
+    assignment = None
+    if result.assignment is not None:
+        assignment = assignment_cls(topic_partitions=tuple(
+            tp_cls(topic_id=tid, partitions=tuple(sorted(ps)))
+            for tid, ps in sorted(result.assignment.items())))
+    return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
+                        member_id=result.member_id, member_epoch=result.member_epoch,
+                        heartbeat_interval=_interval(result.heartbeat_interval_ms),
+                        assignment=assignment)
+
+
+@api(77, 1, 1)
+async def handle_share_group_describe(ctx: RequestContext, req: Any):
+    group_cls = item_type(ctx.response_type, "groups")
+    member_cls = item_type(group_cls, "members")
+    assignment_cls = item_type(member_cls, "assignment")
+    tp_cls = item_type(assignment_cls, "topic_partitions")
+    ops = GROUP_AUTHORIZED_OPERATIONS if req.include_authorized_operations else AUTH_OPS_OMITTED
+
+    def assignment(parts: tuple[DescribedTopicPartitions, ...]):
+        return make(assignment_cls, topic_partitions=tuple(
+            make(tp_cls, topic_id=p.topic_id, topic_name=p.topic_name, partitions=p.partitions)
+            for p in parts))
+
+    groups = []
+    rows = await coordinator(ctx).share_groups().describe(list(req.group_ids))
+    for group_id, code, message, group in rows:
+        if group is None:
+            groups.append(make(group_cls, error_code=ErrorCode(code), error_message=message,
+                               group_id=group_id, group_state="", group_epoch=0,
+                               assignment_epoch=0, assignor_name="", members=(),
+                               authorized_operations=AUTH_OPS_OMITTED))
+            continue
+        members = tuple(
+            make(member_cls, member_id=m.member_id, rack_id=m.rack_id,
+                 member_epoch=m.member_epoch, client_id=m.client_id,
+                 client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                 assignment=assignment(m.assignment))
+            for m in group.members)
+        groups.append(make(group_cls, error_code=ErrorCode.none, error_message=None,
+                           group_id=group_id, group_state=group.group_state,
+                           group_epoch=group.group_epoch,
+                           assignment_epoch=group.assignment_epoch,
+                           assignor_name=group.assignor_name, members=members,
+                           authorized_operations=ops))
+    return make(ctx.response_type, throttle_time=ZERO, groups=tuple(groups))
