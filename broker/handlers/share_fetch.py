@@ -2,7 +2,8 @@
 
 Decode, call the share service (``broker/services/shares.py``), encode. A share session opened
 by a ShareFetch is tied to its connection: when the connection closes, the session ends and its
-member's acquired records are released at once (``RequestContext.closing``).
+member's acquired records are released at once (``RequestContext.closing``). With the
+``share.version`` feature finalized at 0 both answer UNSUPPORTED_VERSION, as Kafka does.
 """
 
 from __future__ import annotations
@@ -30,8 +31,18 @@ def _acks(topics: Any) -> list[PartitionAcks]:
             for t in topics for p in t.partitions]
 
 
+def _disabled(ctx: RequestContext) -> bool:
+    return ctx.config.get_int("share.version") < 1
+
+
+_NOT_ENABLED = "The share group protocol is not enabled."
+
+
 @api(78, 1, 1)
 async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
+    if _disabled(ctx):
+        return _encode(ctx, ShareAnswer(ErrorCode.unsupported_version.value, _NOT_ENABLED),
+                       fetch=True)
     params = ShareFetchParams(
         group_id=req.group_id or "", member_id=req.member_id or "",
         epoch=req.share_session_epoch, max_wait_ms=_ms(req.max_wait),
@@ -50,6 +61,9 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
 
 @api(79, 1, 1)
 async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
+    if _disabled(ctx):
+        return _encode(ctx, ShareAnswer(ErrorCode.unsupported_version.value, _NOT_ENABLED),
+                       fetch=False)
     group, member = req.group_id or "", req.member_id or ""
     if not group or not member:
         return _encode(ctx, ShareAnswer(ErrorCode.invalid_request.value,

@@ -410,13 +410,19 @@ class ShareService:
                 self._persist_soon(sp, sp.release_member(session.member_id))
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """A share group member left or was fenced: its sessions end and its records are free."""
+        """A share group member left or was fenced (the group coordinator's listener).
+
+        Its records held under a live share session stay held: librdkafka leaves (heartbeat
+        epoch -1) *before* its closing ShareAcknowledge (epoch -1) carries the last acks, and
+        Kafka's fencing does not touch records; that session's end, or the locks, free them.
+        Records it holds outside any live session are released now."""
+        kept: set[tuple[uuid.UUID, int]] = set()
         for cache in self._sessions.values():
             session = cache.get(group_id, member_id)
             if session is not None:
-                cache.remove(session)
+                kept.update(session.partitions)
         for key, sp in list(self._partitions.items()):
-            if key.group_id == group_id:
+            if key.group_id == group_id and (key.topic_id, key.partition) not in kept:
                 self._persist_soon(sp, sp.release_member(member_id))
 
     def _on_lock_expired(self, sp: SharePartition, changes: list[StateBatch]) -> None:
