@@ -135,6 +135,7 @@ class ShareService:
         self._sessions: dict[int, ShareSessionCache] = {}  # node id -> its sessions
         self._waiters: dict[Hashable, set[asyncio.Future]] = {}
         self._writes: set[asyncio.Future] = set()
+        self._pending_writes: dict[SharePartitionKey, int] = {}
 
     # Configs ---------------------------------------------------------------------------------------
     def _broker_int(self, key: str) -> int:
@@ -198,6 +199,7 @@ class ShareService:
             if cache.remove(session):
                 self._release(session)
             answer.partitions = list(answers.values())
+            self._maybe_unload(group)
             return answer
         order = list(session.partitions)
         if order:
@@ -259,7 +261,8 @@ class ShareService:
             data = got.records.read()
             batches = log_batches(data, got.aborted if read_committed else None)
             acquired = sp.acquire(member, batches, max_records=remaining,
-                                  batch_size=max(req.batch_size, 1), lock_ms=lock_ms)
+                                  batch_size=max(req.batch_size, 1), lock_ms=lock_ms,
+                                  read_from=offset)
             if acquired.changes:
                 self._persist_soon(sp, acquired.changes)
             if acquired.ranges:
@@ -346,6 +349,7 @@ class ShareService:
             answers.setdefault((tid, p), PartitionAnswer(tid, p))
         if epoch == FINAL_EPOCH and cache.remove(session):
             self._release(session)
+            self._maybe_unload(group)
         answer.partitions = list(answers.values())
         return answer
 
@@ -402,6 +406,7 @@ class ShareService:
         """The connection that opened ``session`` closed: its member's records are free now."""
         if self.sessions(node_id).remove(session):
             self._release(session)
+            self._maybe_unload(session.group_id)
 
     def _release(self, session: ShareSession) -> None:
         for tid, p in session.partitions:
@@ -425,6 +430,28 @@ class ShareService:
             if key.group_id == group_id and (key.topic_id, key.partition) not in kept:
                 self._persist_soon(sp, sp.release_member(member_id))
 
+    def _maybe_unload(self, group_id: str) -> None:
+        """When a group has no share session left on this broker, its share-partitions with
+        nothing acquired and no write under way are dropped from memory; the next fetch
+        reloads them from the persister (so an offsets reset of the Empty group is seen)."""
+        if any(cache.has_group(group_id) for cache in self._sessions.values()):
+            return
+        for key, sp in list(self._partitions.items()):
+            if key.group_id == group_id and not sp.has_acquired and \
+                    not self._pending_writes.get(key):
+                sp.close()
+                del self._partitions[key]
+                self._state_epochs.pop(key, None)
+
+    def unload_group(self, group_id: str) -> None:
+        """Drop the group's share-partitions from memory now (their durable state was reset
+        or deleted: Alter/DeleteShareGroupOffsets, DeleteGroups); held records are forgotten."""
+        for key, sp in list(self._partitions.items()):
+            if key.group_id == group_id:
+                sp.close()
+                del self._partitions[key]
+                self._state_epochs.pop(key, None)
+
     def _on_lock_expired(self, sp: SharePartition, changes: list[StateBatch]) -> None:
         self._persist_soon(sp, changes)
 
@@ -434,19 +461,40 @@ class ShareService:
         if not changes:
             return
         self._wake(sp.key)
+        key = sp.key
+        assert isinstance(key, SharePartitionKey)
+        self._begin_write(key)  # counted now: the share-partition stays loaded until written
         task = asyncio.ensure_future(self._write(sp, changes, sp.start_offset))
         self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+        task.add_done_callback(partial(self._written, key))
+
+    def _written(self, key: SharePartitionKey, task: asyncio.Future) -> None:
+        self._writes.discard(task)
+        self._end_write(key)
+        self._maybe_unload(key.group_id)
+
+    def _begin_write(self, key: SharePartitionKey) -> None:
+        self._pending_writes[key] = self._pending_writes.get(key, 0) + 1
+
+    def _end_write(self, key: SharePartitionKey) -> None:
+        left = self._pending_writes[key] - 1
+        if left:
+            self._pending_writes[key] = left
+        else:
+            del self._pending_writes[key]
 
     async def _write(self, sp: SharePartition, changes: list[StateBatch], start: int) -> int:
         key = sp.key
         assert isinstance(key, SharePartitionKey)
         state = ShareState(self._state_epochs.get(key, 0), LEADER_EPOCH, start, changes)
+        self._begin_write(key)
         try:
             code = await self.persister.write(key, state)
         except Exception:  # noqa: BLE001 - answered as Kafka's code
             log.exception("share state write of %s failed", key)
             return COORDINATOR_NOT_AVAILABLE
+        finally:
+            self._end_write(key)
         if code:
             log.warning("share state write of %s answered error %d", key, code)
         return code

@@ -63,6 +63,9 @@ class ShareSessionCache:
         session = self._sessions[key] = ShareSession(group_id, member_id)
         return session
 
+    def has_group(self, group_id: str) -> bool:
+        return any(g == group_id for g, _ in self._sessions)
+
     def check(self, group_id: str, member_id: str, epoch: int
               ) -> tuple[int, ShareSession | None]:
         """The session a request with ``epoch`` (not 0) continues: (error code, session)."""

@@ -186,6 +186,10 @@ class SharePartition:
         return sum(1 for i, o in enumerate(self._owners)
                    if o == member and self._states[i] == ACQUIRED)
 
+    @property
+    def has_acquired(self) -> bool:
+        return self._states.find(ACQUIRED) >= 0
+
     def next_fetch_offset(self) -> int | None:
         """Where the next read starts: the first AVAILABLE record in flight, else the end; None
         when the window is full and nothing in it is AVAILABLE."""
@@ -202,9 +206,11 @@ class SharePartition:
 
     # Acquisition -----------------------------------------------------------------------------------
     def acquire(self, member: str, batches: Sequence[LogBatch], *, max_records: int,
-                batch_size: int, lock_ms: int) -> Acquisition:
+                batch_size: int, lock_ms: int, read_from: int | None = None) -> Acquisition:
         """Acquire for ``member`` the AVAILABLE records of ``batches`` (whole batches, read from
-        ``next_fetch_offset()``), stopping after the batch that reaches ``max_records``."""
+        ``read_from``, the ``next_fetch_offset()``), stopping after the batch that reaches
+        ``max_records``. Offsets the read skipped (no record: compacted, or a gap) are
+        archived, so the start offset can move past them."""
         out = Acquisition()
         if max_records <= 0:
             return out
@@ -213,14 +219,17 @@ class SharePartition:
         used_first = -1
         used_last = -1
         start = self.start_offset
+        expected = read_from if read_from is not None else start
         for index, batch in enumerate(batches):
             if batch.last_offset < start:
                 continue
             if batch.base_offset >= self.end_offset and \
                     self.end_offset - self.start_offset >= self.max_in_flight:
                 break  # window full: nothing new
+            if batch.base_offset > expected:
+                self._archive_gap(max(expected, start), batch.base_offset, out.changes)
+            expected = batch.last_offset + 1
             if batch.last_offset >= self.end_offset:
-                self._extend(max(batch.base_offset, self.end_offset), ARCHIVED, 0)  # log gap
                 self._extend(batch.last_offset + 1, AVAILABLE, 0)
             first = max(batch.base_offset, start)
             if batch.aborted:
@@ -260,6 +269,18 @@ class SharePartition:
             self._lock_keys[lock_id] = key
             self._clock.schedule(key, lock_ms, lambda: self._expire(lock_id))
         return out
+
+    def _archive_gap(self, first: int, end: int, changes: list[StateBatch]) -> None:
+        """Offsets ``first``..``end - 1`` hold no record: archived where AVAILABLE."""
+        start = self.start_offset
+        for offset in range(first, min(end, self.end_offset)):
+            i = offset - start
+            if self._states[i] == AVAILABLE:
+                self._states[i] = ARCHIVED
+                changes.append(StateBatch(offset, offset, ARCHIVED, self._counts[i]))
+        if end > self.end_offset:
+            changes.append(StateBatch(max(first, self.end_offset), end - 1, ARCHIVED, 0))
+            self._extend(end, ARCHIVED, 0)
 
     @staticmethod
     def _add_range(ranges: list[AcquiredRange], offset: int, count: int, batch_size: int,

@@ -249,6 +249,23 @@ def test_aborted_batches_are_archived_not_handed_out():
     assert (got.byte_start, got.byte_end) == (30, 60)
 
 
+def test_offsets_without_records_are_archived():
+    sp, _, _ = make()
+    # offsets 0-1 and 4 hold no record (compacted away): the read skips them
+    got = sp.acquire("a", [LogBatch(2, 3, 0, 20), LogBatch(5, 5, 20, 30)], max_records=10,
+                     batch_size=10, lock_ms=LOCK_MS, read_from=0)
+    assert got.ranges == [AcquiredRange(2, 3, 1), AcquiredRange(5, 5, 1)]
+    assert got.changes == [StateBatch(0, 1, ARCHIVED, 0), StateBatch(4, 4, ARCHIVED, 0)]
+    assert ack(sp, "a", [(2, 3, [ACCEPT]), (5, 5, [ACCEPT])])[0] == 0
+    assert sp.start_offset == 6
+    # a restored hole the log no longer has is archived when the read passes it
+    sp2, _, _ = make(start=0, state_batches=[StateBatch(3, 3, ACKNOWLEDGED, 1)])
+    got = sp2.acquire("a", [LogBatch(4, 6, 0, 30)], max_records=10, batch_size=10,
+                      lock_ms=LOCK_MS, read_from=0)
+    assert got.changes == [StateBatch(0, 2, ARCHIVED, 0)]
+    assert sp2.start_offset == 4 and got.ranges == [AcquiredRange(4, 6, 1)]
+
+
 def test_restore_from_persisted_state():
     batches = [StateBatch(10, 11, ACKNOWLEDGED, 1), StateBatch(12, 12, AVAILABLE, 2),
                StateBatch(15, 16, ARCHIVED, 5)]

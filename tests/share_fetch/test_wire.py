@@ -235,3 +235,50 @@ def test_not_leader_names_the_leader(kafka_broker_factory) -> None:
         for p in led_elsewhere:
             assert p.current_leader.leader_id in endpoints
             assert p.records == b""
+
+
+def test_state_survives_unloading(broker, jobs) -> None:
+    a = WireClient(broker.bootstrap)
+    assert acquired(share_fetch(a, "a", 0, jobs)) == [(0, 9, 1)]
+    assert part_of(share_ack(a, "a", 1, jobs, {0: [(0, 4, [ACCEPT])]})).error_code == 0
+    a.close()  # releases 5-9; with no session left the share-partition is unloaded
+    time.sleep(0.3)
+    with WireClient(broker.bootstrap) as b:
+        # reloaded from the persister: 0-4 done, 5-9 delivered once already
+        assert acquired(share_fetch(b, "b", 0, jobs, max_wait_ms=2000)) == [(5, 9, 2)]
+
+
+def test_read_committed_skips_aborted_transactions(broker) -> None:
+    from confluent_kafka import Producer
+
+    with WireClient(broker.bootstrap) as w:
+        topic_id = create_topic(w, "txn", 1).topic_id
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "t1"})
+    producer.init_transactions(30)
+    for values, commit in (([b"c0", b"c1", b"c2"], True), ([b"a0", b"a1"], False),
+                           ([b"c3"], True)):
+        producer.begin_transaction()
+        for v in values:
+            producer.produce("txn", value=v)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    # data 0-2, COMMIT 3, aborted data 4-5, ABORT 6, data 7, COMMIT 8
+    set_group_config(broker.bootstrap, "committed", share_auto_offset_reset="earliest",
+                     share_isolation_level="read_committed")
+    set_group_config(broker.bootstrap, "everything", share_auto_offset_reset="earliest")
+    with WireClient(broker.bootstrap) as w:
+        resp = share_fetch(w, "m", 0, topic_id, group="committed")
+        assert acquired(resp) == [(0, 3, 1), (6, 8, 1)]  # markers in ranges, acked as GAP
+        values = {r.offset: r.value for _, v in iter_batches(part_of(resp).records)
+                  for r in decode_records(v) if r.value is not None}
+        assert {values[o] for o in (0, 1, 2, 7)} == {b"c0", b"c1", b"c2", b"c3"}
+        resp = share_fetch(w, "m", 1, topic_id, {0: [(0, 2, [ACCEPT]), (3, 3, [0]),
+                                                     (6, 6, [0]), (7, 7, [ACCEPT]),
+                                                     (8, 8, [0])]}, group="committed",
+                           max_wait_ms=100)
+        assert part_of(resp).acknowledge_error_code == 0 and acquired(resp) == []
+        resp = share_fetch(w, "m", 0, topic_id, group="everything")
+        assert acquired(resp) == [(0, 8, 1)]
