@@ -211,7 +211,7 @@ class ShareService:
             got, waits_on = await self._acquire(cluster, records, group, member, order, req,
                                                 lock_ms, answers, answer)
             failed = any(a.error for a in answers.values())
-            if got or failed or not waits_on or loop.time() >= deadline:
+            if got or failed or loop.time() >= deadline:
                 break
             await self._wait(records, waits_on, deadline - loop.time())
             if cache.get(group, member) is not session:
@@ -227,6 +227,7 @@ class ShareService:
         remaining = max(req.max_records, 1)
         remaining_bytes = max(req.max_bytes, 1)
         read_committed = self._read_committed(group)
+        delivery_limit = self._delivery_limit(group)
         taken = 0
         waits_on: list[tuple[TopicInfo, int]] = []
         for tid, p in order:
@@ -243,6 +244,7 @@ class ShareService:
             if sp is None:
                 ans.error = COORDINATOR_NOT_AVAILABLE
                 continue
+            sp.delivery_limit = delivery_limit  # the group's config as of this fetch
             offset = sp.next_fetch_offset()
             if offset is None:
                 continue
