@@ -58,6 +58,7 @@ NOT_LEADER_OR_FOLLOWER = 6
 COORDINATOR_NOT_AVAILABLE = 15
 UNKNOWN_TOPIC_ID = 100
 LEADER_EPOCH = 0
+_FIRST_READ_BYTES = 64 * 1024
 
 # Broker configs (Kafka's names) and their defaults when unset.
 BROKER_DEFAULTS = {
@@ -245,35 +246,64 @@ class ShareService:
                 ans.error = COORDINATOR_NOT_AVAILABLE
                 continue
             sp.delivery_limit = delivery_limit  # the group's config as of this fetch
+            count, used_bytes = await self._acquire_from(
+                sp, records, topic, p, ans, member, remaining, remaining_bytes,
+                max(req.batch_size, 1), lock_ms, read_committed)
+            remaining -= count
+            remaining_bytes -= used_bytes
+            taken += count
+        return taken, waits_on
+
+    async def _acquire_from(self, sp: SharePartition, records: RecordService, topic: TopicInfo,
+                            p: int, ans: PartitionAnswer, member: str, max_records: int,
+                            max_bytes: int, batch_size: int, lock_ms: int,
+                            read_committed: bool) -> tuple[int, int]:
+        """Acquire up to ``max_records`` (whole batches) of one partition for ``member``:
+        (records acquired, bytes of them). The log is read in growing chunks (64 KiB first),
+        so a fetch of a few hundred records does not read MaxBytes of the log."""
+        taken = 0
+        used = 0
+        limit = min(max_bytes, _FIRST_READ_BYTES)
+        parts: list[bytes] = []
+        while taken < max_records and used < max_bytes:
             offset = sp.next_fetch_offset()
             if offset is None:
-                continue
-            read = records.fetch([(None, tid, [_Read(p, offset, remaining_bytes)])])
-            parts, _total, _error = read.read(remaining_bytes, read_committed)
-            got = parts[0][0]
+                break
+            read = records.fetch([(None, topic.topic_id, [_Read(p, offset, limit)])])
+            reads, _total, _error = read.read(limit, read_committed)
+            got = reads[0][0]
             if got.error == ErrorCode.offset_out_of_range:
                 _, start, _ = await records.list_offset(topic.name, p, EARLIEST)
                 self._persist_soon(sp, sp.skip_to(start))
-                continue
+                break
             if got.error:
                 ans.error = got.error.value
-                continue
+                break
             if got.records is None:
-                continue
+                break
             data = got.records.read()
             batches = log_batches(data, got.aborted if read_committed else None)
-            acquired = sp.acquire(member, batches, max_records=remaining,
-                                  batch_size=max(req.batch_size, 1), lock_ms=lock_ms,
-                                  read_from=offset)
+            if not batches:
+                break
+            acquired = sp.acquire(member, batches, max_records=max_records - taken,
+                                  batch_size=batch_size, lock_ms=lock_ms, read_from=offset)
             if acquired.changes:
                 self._persist_soon(sp, acquired.changes)
             if acquired.ranges:
-                ans.records = data[acquired.byte_start:acquired.byte_end]
-                ans.acquired = acquired.ranges
-                remaining -= acquired.count
-                remaining_bytes -= len(ans.records)
+                chunk = data[acquired.byte_start:acquired.byte_end]
+                parts.append(chunk)
+                ans.acquired.extend(acquired.ranges)
                 taken += acquired.count
-        return taken, waits_on
+                used += len(chunk)
+            elif not acquired.changes:
+                break  # nothing moved: the window is full or nothing is AVAILABLE here
+            end = got.high_watermark if got.last_stable_offset < 0 else got.last_stable_offset
+            if batches[-1].last_offset + 1 >= end:
+                break  # read to the end of what is visible
+            limit = min(max_bytes - used, limit * 4)
+        if parts:
+            ans.records = parts[0] if len(parts) == 1 else b"".join(parts)
+        return taken, used
 
     def _resolve(self, cluster: ClusterInfo, records: RecordService, tid: uuid.UUID, p: int,
                  ans: PartitionAnswer, answer: ShareAnswer) -> TopicInfo | None:
