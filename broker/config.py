@@ -113,6 +113,12 @@ DEFAULTS: dict[str, str] = {
     # The finalized level of the transaction.version feature (Kafka finalizes it with
     # kafka-storage format / kafka-features): 2 enables KIP-890's transaction version 2.
     "transaction.version": "2",
+    # Share-state coordinator (KIP-932, Kafka's defaults): __share_group_state
+    "share.coordinator.state.topic.num.partitions": "50",
+    "share.coordinator.state.topic.segment.bytes": "104857600",
+    "share.coordinator.snapshot.update.records.per.snapshot": "500",
+    "share.coordinator.write.timeout.ms": "5000",
+    "share.coordinator.append.linger.ms": "5",
 }
 
 
@@ -220,6 +226,11 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "group.initial.rebalance.delay.ms": ConfigKey("INT", at_least(0)),
     "add.partitions.to.txn.retry.backoff.max.ms": ConfigKey("INT", at_least(0)),
     "transaction.version": ConfigKey("SHORT", between(0, 2)),
+    "share.coordinator.state.topic.num.partitions": ConfigKey("INT", at_least(1)),
+    "share.coordinator.state.topic.segment.bytes": ConfigKey("INT", at_least(1)),
+    "share.coordinator.snapshot.update.records.per.snapshot": ConfigKey("INT", between(0, 500)),
+    "share.coordinator.write.timeout.ms": ConfigKey("INT", at_least(1)),
+    "share.coordinator.append.linger.ms": ConfigKey("INT", at_least(-1)),
     "share.version": ConfigKey("SHORT", between(0, 1)),
     "group.share.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
     "group.share.min.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),

@@ -59,6 +59,9 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     77: (1, 1, 1, _H + "share_group"),  # ShareGroupDescribe
     78: (1, 1, 1, _H + "share_fetch"),  # ShareFetch
     79: (1, 1, 1, _H + "share_fetch"),  # ShareAcknowledge
+    90: (0, 1, 0, _H + "share_offsets"),  # DescribeShareGroupOffsets
+    91: (0, 0, 0, _H + "share_offsets"),  # AlterShareGroupOffsets
+    92: (0, 0, 0, _H + "share_offsets"),  # DeleteShareGroupOffsets
 }
 
 # What a route lets the connection do besides handling one request at a time, each decoded

@@ -28,6 +28,7 @@ from .services import (
 )
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
+from .services.share_state import ShareStateService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class Broker:
         self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
         group_configs = GroupConfigService(self.config)
         topics = TopicService(self.logs, self.config, self.cluster_nodes)
+        share_state = ShareStateService(self.logs, self.config, self.clock)
         self.services = Services(
             config=self.config,
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
@@ -135,9 +137,11 @@ class Broker:
                                 group_configs.share_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
-            # Share groups' records; durable through its persister (in memory for now).
+            share_state=share_state,
+            # Share groups' records, durable through the share-state coordinator (Persister).
             shares=ShareService(self.config, topics, self.clock,
-                                lambda group: group_configs.overrides.get(group, {})),
+                                lambda group: group_configs.overrides.get(group, {}),
+                                persister=share_state),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -176,6 +180,7 @@ class Broker:
 
     async def _start_groups(self) -> None:
         await self.services.groups.start()
+        await self.services.share_state.start_if_exists()  # share-partitions' durable state
         if self.cluster_nodes is not None and self.coordinator is not None:
             # Spread the loaded __consumer_offsets partitions (the group coordinators).
             for p in self.coordinator.owners:
@@ -234,8 +239,9 @@ class Broker:
                 self._coordinator_task.cancel()
             await asyncio.gather(self._coordinator_task, return_exceptions=True)
             self._coordinator_task = None
+        await self.services.shares.stop()  # its last state writes, before the persister stops
+        await self.services.share_state.stop()
         await self.services.groups.stop()
-        await self.services.shares.stop()
         await self.logs.stop()
 
     async def __aenter__(self) -> Broker:

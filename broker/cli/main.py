@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
     groups.add_argument("args", nargs=argparse.REMAINDER)
+    share = sub.add_parser("share-groups", add_help=False,
+                           help="kafka-share-groups.sh: --list, --describe, --delete, "
+                                "--reset-offsets, --delete-offsets (see `kafkette share-groups "
+                                "--help`)")
+    share.add_argument("args", nargs=argparse.REMAINDER)
     cluster = sub.add_parser("cluster", add_help=False,
                              help="control a running kafkette over its admin server: faults, "
                                   "nodes, coordinator and leader moves (`kafkette cluster --help`)")
@@ -177,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import groups_command
 
         return groups_command.main(argv[1:])
+    if argv[:1] == ["share-groups"]:  # kafka-share-groups.sh's flags, its own module
+        from . import share_groups_command
+
+        return share_groups_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
         from . import cluster_command
 

@@ -1,5 +1,6 @@
 """FindCoordinator (key 10), v0-6: the node leading the group's __consumer_offsets partition
-(key type 0) or the transactional id's __transaction_state partition (key type 1)."""
+(key type 0), the transactional id's __transaction_state partition (key type 1), or the
+share-partition's __share_group_state partition (key type 2, key "group:topicId:partition")."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from ..context import RequestContext
 from ..routes import api
 from ._groups_common import ZERO, coordinator
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
 COORDINATOR_NOT_AVAILABLE = 15
+INVALID_REQUEST = 42
+SHARE_STATE_TOPIC = "__share_group_state"
 
 
 def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str, int]:
+    if key_type == SHARE:
+        return _find_share(ctx, key)
     if key_type != TRANSACTION:
         return coordinator(ctx).find_coordinator(key, key_type)
     txn = ctx.services.groups.transaction_coordinator()
@@ -23,6 +28,30 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str, 
     if error:
         return error, -1, "", -1
     return 0, ctx.cluster.node_id, "", -1
+
+
+def _valid_share_key(key: str) -> bool:
+    """Kafka's SharePartitionKey.validate: "group:topicId:partition", a non-empty group, a
+    22-character topic id and a non-negative partition number."""
+    parts = key.rsplit(":", 2)
+    return (len(parts) == 3 and bool(parts[0]) and len(parts[1]) == 22
+            and parts[2].isdigit())
+
+
+def _find_share(ctx: RequestContext, key: str) -> tuple[int, int, str, int]:
+    """The leader of the key's __share_group_state partition; the first ask creates the topic
+    (COORDINATOR_NOT_AVAILABLE meanwhile, which clients retry)."""
+    if not _valid_share_key(key):
+        return INVALID_REQUEST, -1, "", -1
+    coord = ctx.services.share_state.coordinator_now()
+    error = COORDINATOR_NOT_AVAILABLE if coord is None else coord.find_coordinator(key)
+    if error:
+        return error, -1, "", -1
+    assert coord is not None
+    node = ctx.cluster.leader(SHARE_STATE_TOPIC, coord.partition_of(key))
+    if node < 0:
+        return COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return 0, node, "", -1
 
 
 @api(10, 0, 6)

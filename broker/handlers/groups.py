@@ -14,6 +14,7 @@ from kafkette.protocol.codec import response_type
 from ..context import RequestContext
 from ..routes import api
 from ._groups_common import ZERO, coordinator, ms, respond_with
+from .share_offsets import share_offsets
 
 # READ | DELETE | DESCRIBE | DESCRIBE_CONFIGS | ALTER_CONFIGS (AclOperation codes 3, 6, 8, 10, 11):
 # every operation a group supports in Kafka 4.0, what a broker without an authorizer allows.
@@ -178,7 +179,12 @@ async def handle_list_groups(ctx: RequestContext, req):
 @api(42, 0, 2)
 async def handle_delete_groups(ctx: RequestContext, req):
     result_cls = item_type(ctx.response_type, "results")
-    errors = await coordinator(ctx).delete_groups(list(req.groups_names))
+    offsets = share_offsets(ctx)  # an Empty share group's state goes first
+    failed = {gid: code for gid in dict.fromkeys(req.groups_names)
+              if (code := await offsets.delete_group_state(gid))}
+    errors = await coordinator(ctx).delete_groups(
+        [gid for gid in req.groups_names if gid not in failed])
+    errors.update(failed)
     return ctx.respond(throttle_time=ZERO, results=tuple(
         make(result_cls, group_id=gid, error_code=ErrorCode(errors[gid]))
         for gid in req.groups_names))

@@ -15,6 +15,7 @@ from .errors import ServiceError
 from .group_configs import GroupConfigService
 from .groups import GroupService
 from .record_service import RecordService
+from .share_state import ShareStateService
 from .shares import ShareService
 from .topic_service import TopicService
 
@@ -28,6 +29,8 @@ class Services:
     groups: GroupService
     broker_configs: BrokerConfigService
     group_configs: GroupConfigService
+    # the share-state coordinator on __share_group_state: the broker's share Persister
+    share_state: ShareStateService
     shares: ShareService
 
     def __post_init__(self) -> None:
@@ -35,5 +38,5 @@ class Services:
         self.groups.add_share_member_listener(self.shares.member_left)
 
 
-__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services", "ShareService",
-           "TopicService"]
+__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
+           "ShareService", "ShareStateService", "TopicService"]

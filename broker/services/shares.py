@@ -57,6 +57,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 COORDINATOR_NOT_AVAILABLE = 15
 UNKNOWN_TOPIC_ID = 100
+FENCED_STATE_EPOCH = 124
 LEADER_EPOCH = 0
 _FIRST_READ_BYTES = 64 * 1024
 
@@ -529,6 +530,11 @@ class ShareService:
             self._end_write(key)
         if code:
             log.warning("share state write of %s answered error %d", key, code)
+        if code == FENCED_STATE_EPOCH and self._partitions.get(key) is sp:
+            # the state was re-initialised meanwhile (offsets reset): reload on the next fetch
+            sp.close()
+            del self._partitions[key]
+            self._state_epochs.pop(key, None)
         return code
 
     # Loading ----------------------------------------------------------------------------------------

@@ -57,6 +57,9 @@ class StateSummary:
     state_epoch: int
     leader_epoch: int
     start_offset: int
+    # offsets at or past start_offset already ACKNOWLEDGED/ARCHIVED (KIP-1226; -1 unknown):
+    # DescribeShareGroupOffsets v1's lag is high watermark - start_offset - this
+    delivery_complete_count: int = -1
 
 
 class Persister(Protocol):

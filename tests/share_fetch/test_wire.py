@@ -282,3 +282,13 @@ def test_read_committed_skips_aborted_transactions(broker) -> None:
         assert part_of(resp).acknowledge_error_code == 0 and acquired(resp) == []
         resp = share_fetch(w, "m", 0, topic_id, group="everything")
         assert acquired(resp) == [(0, 8, 1)]
+
+
+def test_acknowledged_records_survive_a_restart(broker, jobs) -> None:
+    with WireClient(broker.bootstrap) as a:
+        assert acquired(share_fetch(a, "a", 0, jobs)) == [(0, 9, 1)]
+        assert part_of(share_ack(a, "a", 1, jobs, {0: [(0, 4, [ACCEPT])]})).error_code == 0
+        broker.restart()  # 5-9 held: released as the connection closes, written before stop
+    with WireClient(broker.bootstrap) as b:
+        resp = share_fetch(b, "b", 0, jobs, max_wait_ms=2000)
+        assert acquired(resp) == [(5, 9, 2)]  # never 0-4: their acknowledgement was durable
