@@ -52,6 +52,8 @@ _TERMINAL = (ACKNOWLEDGED, ARCHIVED)
 RELEASE_KEEPS_DELIVERY_COUNT = True
 
 _lock_ids = itertools.count(1)
+_ACQUIRED_BYTE = bytes([ACQUIRED])
+_TERMINAL_BYTES = bytes(_TERMINAL)
 
 
 class LogBatch(NamedTuple):
@@ -85,13 +87,23 @@ class Acquisition:
         return sum(r.last_offset - r.first_offset + 1 for r in self.ranges)
 
 
+class _Undo(NamedTuple):
+    """A range of records as they were before an acknowledgement changed them."""
+
+    first_offset: int
+    states: bytes
+    counts: list[int]
+    owners: list[str | None]
+    locks: list[int]
+
+
 @dataclass(slots=True)
 class AckOutcome:
-    """An accepted acknowledgement: the states to persist and how to undo them if the write
-    fails (offset -> previous (state, count, owner, lock))."""
+    """An accepted acknowledgement: the states to persist (and the start offset once they
+    are), and how to undo them if the write fails."""
 
     changes: list[StateBatch]
-    undo: dict[int, tuple[int, int, str | None, int]]
+    undo: list[_Undo]
     start_offset: int
 
 
@@ -241,17 +253,32 @@ class SharePartition:
                         out.changes.append(StateBatch(offset, offset, ARCHIVED, self._counts[i]))
                 continue
             got = 0
-            for offset in range(first, batch.last_offset + 1):
-                i = offset - start
-                if self._states[i] != AVAILABLE:
-                    continue
-                count = self._counts[i] + 1
-                self._states[i] = ACQUIRED
-                self._counts[i] = count
-                self._owners[i] = member
-                self._locks[i] = lock_id
-                self._add_range(out.ranges, offset, count, batch_size, offset == batch.base_offset)
-                got += 1
+            i0, i1 = first - start, batch.last_offset + 1 - start
+            n = i1 - i0
+            counts = self._counts
+            if self._states.count(AVAILABLE, i0, i1) == n and _uniform(counts, i0, i1):
+                # the common case, a whole batch AVAILABLE with one count: taken at once
+                count = counts[i0] + 1
+                self._states[i0:i1] = _ACQUIRED_BYTE * n
+                counts[i0:i1] = [count] * n
+                self._owners[i0:i1] = [member] * n
+                self._locks[i0:i1] = [lock_id] * n
+                _add_span(out.ranges, first, batch.last_offset, count, batch_size,
+                          first == batch.base_offset)
+                got = n
+            else:
+                for offset in range(first, batch.last_offset + 1):
+                    i = offset - start
+                    if self._states[i] != AVAILABLE:
+                        continue
+                    count = counts[i] + 1
+                    self._states[i] = ACQUIRED
+                    counts[i] = count
+                    self._owners[i] = member
+                    self._locks[i] = lock_id
+                    _add_span(out.ranges, offset, offset, count, batch_size,
+                              offset == batch.base_offset)
+                    got += 1
             if got:
                 if used_first < 0:
                     used_first = index
@@ -282,19 +309,6 @@ class SharePartition:
             changes.append(StateBatch(max(first, self.end_offset), end - 1, ARCHIVED, 0))
             self._extend(end, ARCHIVED, 0)
 
-    @staticmethod
-    def _add_range(ranges: list[AcquiredRange], offset: int, count: int, batch_size: int,
-                   batch_start: bool) -> None:
-        """Grow the last AcquiredRecords range, or start one: at a gap, a different delivery
-        count, or a log batch boundary once the range holds ``batch_size`` records."""
-        if ranges:
-            last = ranges[-1]
-            if last.last_offset + 1 == offset and last.delivery_count == count and not (
-                    batch_start and last.last_offset - last.first_offset + 1 >= batch_size):
-                ranges[-1] = AcquiredRange(last.first_offset, offset, count)
-                return
-        ranges.append(AcquiredRange(offset, offset, count))
-
     # Acknowledgement -------------------------------------------------------------------------------
     def acknowledge(self, member: str, batches: Sequence[tuple[int, int, Sequence[int]]]
                     ) -> tuple[int, AckOutcome | None]:
@@ -305,7 +319,7 @@ class SharePartition:
         if code:
             return code, None
         start, end = self.start_offset, self.end_offset
-        plan: list[tuple[int, int]] = []  # (offset, ack type)
+        plan: list[tuple[int, int, Sequence[int]]] = []  # (first, last, types) in flight
         for first, last, types in batches:
             if last < start:
                 continue  # already archived
@@ -313,22 +327,34 @@ class SharePartition:
                 return INVALID_RECORD_STATE, None
             if last >= end:
                 return INVALID_REQUEST, None
-            for offset in range(max(first, start), last + 1):
-                i = offset - start
-                if self._states[i] != ACQUIRED or self._owners[i] != member:
-                    return INVALID_RECORD_STATE, None
-                ack = types[0] if len(types) == 1 else types[offset - first]
-                plan.append((offset, ack))
-        undo: dict[int, tuple[int, int, str | None, int]] = {}
+            lo = max(first, start)
+            i0, i1 = lo - start, last + 1 - start
+            if self._states.count(ACQUIRED, i0, i1) != i1 - i0 or \
+                    self._owners[i0:i1].count(member) != i1 - i0:
+                return INVALID_RECORD_STATE, None
+            plan.append((lo, last, types if len(types) == 1 else types[lo - first:]))
+        undo: list[_Undo] = []
         changes: list[StateBatch] = []
-        for offset, ack in plan:
-            i = offset - start
-            undo[offset] = (ACQUIRED, self._counts[i], self._owners[i], self._locks[i])
-            target = _ACK_TARGET.get(ack)
-            if target is None:  # RELEASE
-                target = self._released_state(i)
-            self._set(i, target)
-            changes.append(StateBatch(offset, offset, target, self._counts[i]))
+        for lo, last, types in plan:
+            i0, i1 = lo - start, last + 1 - start
+            n = i1 - i0
+            undo.append(_Undo(lo, bytes(self._states[i0:i1]), self._counts[i0:i1],
+                              self._owners[i0:i1], self._locks[i0:i1]))
+            target = _ACK_TARGET.get(types[0]) if len(types) == 1 else None
+            if target is not None:  # one type, not RELEASE: the whole range at once
+                self._states[i0:i1] = bytes([target]) * n
+                self._owners[i0:i1] = [None] * n
+                self._locks[i0:i1] = [0] * n
+                changes += _runs(lo, self._counts[i0:i1], target)
+                continue
+            for k in range(n):
+                i = i0 + k
+                ack = types[0] if len(types) == 1 else types[k]
+                state = _ACK_TARGET.get(ack)
+                if state is None:  # RELEASE
+                    state = self._released_state(i)
+                self._set(i, state)
+                changes.append(StateBatch(lo + k, lo + k, state, self._counts[i]))
         return NONE, AckOutcome(_merge(changes), undo, self.start_offset + self._terminal_head())
 
     def commit(self) -> None:
@@ -337,19 +363,21 @@ class SharePartition:
 
     def rollback(self, outcome: AckOutcome) -> None:
         """The write of ``outcome`` failed: its records are ACQUIRED again where still in flight
-        and unchanged since (a lock that expired meanwhile releases them at once)."""
-        expired: list[int] = []
-        for offset, (state, count, owner, lock) in outcome.undo.items():
-            if not self.start_offset <= offset < self.end_offset:
+        (a lock that expired meanwhile releases them at once)."""
+        expired: set[int] = set()
+        for u in outcome.undo:
+            lo = max(u.first_offset, self.start_offset)
+            last = min(u.first_offset + len(u.states) - 1, self.end_offset - 1)
+            if lo > last:
                 continue
-            i = offset - self.start_offset
-            self._states[i] = state
-            self._counts[i] = count
-            self._owners[i] = owner
-            self._locks[i] = lock
-            if lock not in self._lock_keys:
-                expired.append(lock)
-        for lock in set(expired):
+            k0, k1 = lo - u.first_offset, last + 1 - u.first_offset
+            i0, i1 = lo - self.start_offset, last + 1 - self.start_offset
+            self._states[i0:i1] = u.states[k0:k1]
+            self._counts[i0:i1] = u.counts[k0:k1]
+            self._owners[i0:i1] = u.owners[k0:k1]
+            self._locks[i0:i1] = u.locks[k0:k1]
+            expired.update(lock for lock in u.locks[k0:k1] if lock not in self._lock_keys)
+        for lock in expired:
             self._expire(lock)
 
     def _released_state(self, i: int) -> int:
@@ -418,11 +446,7 @@ class SharePartition:
     def _terminal_head(self) -> int:
         """How many records at the head of the window are terminal."""
         states = self._states
-        n = 0
-        size = len(states)
-        while n < size and states[n] in _TERMINAL:
-            n += 1
-        return n
+        return len(states) - len(states.lstrip(_TERMINAL_BYTES))
 
     def skip_to(self, offset: int) -> list[StateBatch]:
         """The log now starts at ``offset`` (retention, DeleteRecords): AVAILABLE records below
@@ -446,6 +470,37 @@ class SharePartition:
                 self._extend(offset, ARCHIVED, 0)
         self._advance()
         return _merge(changes)
+
+
+def _add_span(ranges: list[AcquiredRange], first: int, last: int, count: int, batch_size: int,
+              batch_start: bool) -> None:
+    """Grow the last AcquiredRecords range to ``last``, or start one: at a gap, a different
+    delivery count, or a log batch boundary once the range holds ``batch_size`` records."""
+    if ranges:
+        prev = ranges[-1]
+        if prev.last_offset + 1 == first and prev.delivery_count == count and not (
+                batch_start and prev.last_offset - prev.first_offset + 1 >= batch_size):
+            ranges[-1] = AcquiredRange(prev.first_offset, last, count)
+            return
+    ranges.append(AcquiredRange(first, last, count))
+
+
+def _uniform(values: list[int], i0: int, i1: int) -> bool:
+    """``values[i0:i1]`` all equal."""
+    first = values[i0]
+    return all(v == first for v in values[i0 + 1:i1]) if i1 - i0 < 8 else \
+        values[i0:i1].count(first) == i1 - i0
+
+
+def _runs(first: int, counts: list[int], state: int) -> list[StateBatch]:
+    """Offsets from ``first`` in ``state`` with ``counts``, as ranges of one count each."""
+    out = []
+    run_start = 0
+    for k in range(1, len(counts) + 1):
+        if k == len(counts) or counts[k] != counts[run_start]:
+            out.append(StateBatch(first + run_start, first + k - 1, state, counts[run_start]))
+            run_start = k
+    return out
 
 
 def _merge(changes: list[StateBatch]) -> list[StateBatch]:
