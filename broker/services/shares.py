@@ -1,9 +1,10 @@
 """Share groups' data plane (KIP-932): ShareFetch and ShareAcknowledge on a partition's leader.
 
-Kafka's SharePartitionManager: the share-partitions of this broker (``broker/share/
-share_partition.py``, one per group x topic-partition, loaded from the ``Persister`` on first
-use), the share sessions of each node (``broker/share/sessions.py``), reads through the Fetch
-path (``RecordService.fetch``), long polls and durability:
+Kafka's SharePartitionManager: the share sessions of each node (``broker/share/sessions.py``),
+acquisition through the Fetch path's reads (``RecordService.fetch``, in growing chunks),
+acknowledgements, long polls; the share-partitions themselves (``broker/share/
+share_partition.py``, one per group x topic-partition) are loaded, written and waited on by
+``share_partitions.SharePartitions``:
 
 - an acknowledgement is answered only once its state write is durable; a failed write rolls it
   back and answers the write's error;
@@ -11,8 +12,8 @@ path (``RecordService.fetch``), long polls and durability:
 - a fetch that acquires nothing waits up to MaxWaitMs for an append to one of its partitions or
   a release, then answers with empty partitions.
 
-The persister is the one constructor argument that decides durability: ``InMemoryPersister``
-until the share-state coordinator over ``__share_group_state`` is given instead.
+The persister is the one constructor argument that decides durability: the broker gives the
+share-state coordinator over ``__share_group_state``; without one, ``InMemoryPersister``.
 """
 
 from __future__ import annotations
@@ -29,11 +30,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.runtime.clock import Clock
 from kafkette.coordinator.share.persister import (
-    UNINITIALIZED_START_OFFSET,
     Persister,
     SharePartitionKey,
-    ShareState,
-    StateBatch,
 )
 from kafkette.storage.topics import TopicInfo
 
@@ -48,7 +46,8 @@ from ..share.sessions import (
 )
 from ..share.share_partition import INVALID_REQUEST, AcquiredRange, SharePartition
 from .cluster import ClusterInfo
-from .record_service import EARLIEST, LATEST, RecordService
+from .record_service import EARLIEST, RecordService
+from .share_partitions import PartitionRead, SharePartitions
 from .topic_service import TopicService
 
 log = logging.getLogger("kafkette.share")
@@ -113,15 +112,6 @@ class ShareFetchParams:
     forgotten: Sequence[tuple[uuid.UUID, int]] = ()
 
 
-@dataclass(slots=True)
-class _Read:
-    """One partition read as FetchSession takes it."""
-
-    partition: int
-    fetch_offset: int
-    partition_max_bytes: int
-
-
 class ShareService:
     def __init__(self, config: Any, topics: TopicService, clock: Clock,
                  group_config: Callable[[str], dict[str, str]],
@@ -130,14 +120,17 @@ class ShareService:
         self._topics = topics
         self._clock = clock
         self._group_config = group_config  # group id -> its own share.* configs
-        self.persister: Persister = persister if persister is not None else InMemoryPersister()
-        self._partitions: dict[SharePartitionKey, SharePartition] = {}
-        self._loading: dict[SharePartitionKey, asyncio.Future] = {}
-        self._state_epochs: dict[SharePartitionKey, int] = {}
         self._sessions: dict[int, ShareSessionCache] = {}  # node id -> its sessions
-        self._waiters: dict[Hashable, set[asyncio.Future]] = {}
-        self._writes: set[asyncio.Future] = set()
-        self._pending_writes: dict[SharePartitionKey, int] = {}
+        self.partitions = SharePartitions(
+            clock, persister if persister is not None else InMemoryPersister(),
+            self._has_sessions)
+
+    @property
+    def persister(self) -> Persister:
+        return self.partitions.persister
+
+    def _has_sessions(self, group_id: str) -> bool:
+        return any(cache.has_group(group_id) for cache in self._sessions.values())
 
     # Configs ---------------------------------------------------------------------------------------
     def _broker_int(self, key: str) -> int:
@@ -198,10 +191,8 @@ class ShareService:
         answers: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
         await self._acknowledge(cluster, group, member, with_acks, answers, answer)
         if req.epoch == FINAL_EPOCH:
-            if cache.remove(session):
-                self._release(session)
+            self._end(cache, session)
             answer.partitions = list(answers.values())
-            self._maybe_unload(group)
             return answer
         order = list(session.partitions)
         if order:
@@ -215,7 +206,7 @@ class ShareService:
             failed = any(a.error for a in answers.values())
             if got or failed or loop.time() >= deadline:
                 break
-            await self._wait(records, waits_on, deadline - loop.time())
+            await self.partitions.wait(records, waits_on, deadline - loop.time())
             if cache.get(group, member) is not session:
                 break  # the session ended meanwhile (connection closed, replaced)
         answer.partitions = list(answers.values())
@@ -242,7 +233,11 @@ class ShareService:
             waits_on.append((topic, p))
             if remaining <= 0:
                 continue
-            sp = await self._partition(group, topic, p, records)
+            sp = await self.partitions.load(
+                SharePartitionKey(group, tid, p), topic, records,
+                reset=self._group(group, "share.auto.offset.reset") or "latest",
+                delivery_limit=delivery_limit,
+                max_in_flight=self._broker_int("group.share.partition.max.record.locks"))
             if sp is None:
                 ans.error = COORDINATOR_NOT_AVAILABLE
                 continue
@@ -270,12 +265,12 @@ class ShareService:
             offset = sp.next_fetch_offset()
             if offset is None:
                 break
-            read = records.fetch([(None, topic.topic_id, [_Read(p, offset, limit)])])
+            read = records.fetch([(None, topic.topic_id, [PartitionRead(p, offset, limit)])])
             reads, _total, _error = read.read(limit, read_committed)
             got = reads[0][0]
             if got.error == ErrorCode.offset_out_of_range:
                 _, start, _ = await records.list_offset(topic.name, p, EARLIEST)
-                self._persist_soon(sp, sp.skip_to(start))
+                self.partitions.persist_soon(sp, sp.skip_to(start))
                 break
             if got.error:
                 ans.error = got.error.value
@@ -289,7 +284,7 @@ class ShareService:
             acquired = sp.acquire(member, batches, max_records=max_records - taken,
                                   batch_size=batch_size, lock_ms=lock_ms, read_from=offset)
             if acquired.changes:
-                self._persist_soon(sp, acquired.changes)
+                self.partitions.persist_soon(sp, acquired.changes)
             if acquired.ranges:
                 chunk = data[acquired.byte_start:acquired.byte_end]
                 parts.append(chunk)
@@ -326,42 +321,6 @@ class ShareService:
             return None
         return topic
 
-    async def _wait(self, records: RecordService, partitions: list[tuple[TopicInfo, int]],
-                    timeout: float) -> None:
-        """Until one of ``partitions`` is appended to or releases records, or ``timeout``."""
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        reads = records.fetch([(topic.name, None, [_Read(p, 0, 0)]) for topic, p in partitions])
-        for plog in reads.logs:
-            plog.add_waiter(fut)
-        keys = []
-        for topic, p in partitions:
-            for key in self._keys_of(topic.topic_id, p):
-                self._waiters.setdefault(key, set()).add(fut)
-                keys.append(key)
-        timer = loop.call_later(max(timeout, 0), _resolve, fut)
-        try:
-            await fut
-        finally:
-            timer.cancel()
-            for plog in reads.logs:
-                plog.remove_waiter(fut)
-            for key in keys:
-                waiting = self._waiters.get(key)
-                if waiting is not None:
-                    waiting.discard(fut)
-                    if not waiting:
-                        del self._waiters[key]
-
-    def _keys_of(self, tid: uuid.UUID, p: int) -> list[SharePartitionKey]:
-        return [k for k in self._partitions if k.topic_id == tid and k.partition == p]
-
-    def _wake(self, key: Hashable) -> None:
-        waiting = self._waiters.pop(key, None)
-        if waiting:
-            for fut in waiting:
-                _resolve(fut)
-
     # ShareAcknowledge ------------------------------------------------------------------------------
     async def acknowledge(self, cluster: ClusterInfo, group: str, member: str, epoch: int,
                           acks: Sequence[PartitionAcks]) -> ShareAnswer:
@@ -380,9 +339,8 @@ class ShareService:
                                 answer)
         for tid, p, _ in acks:  # every partition named is answered
             answers.setdefault((tid, p), PartitionAnswer(tid, p))
-        if epoch == FINAL_EPOCH and cache.remove(session):
-            self._release(session)
-            self._maybe_unload(group)
+        if epoch == FINAL_EPOCH:
+            self._end(cache, session)
         answer.partitions = list(answers.values())
         return answer
 
@@ -413,7 +371,7 @@ class ShareService:
                     answer.endpoints[leader] = address
                 continue
             key = SharePartitionKey(group, tid, p)
-            sp = self._partitions.get(key)
+            sp = self.partitions.get(key)
             if sp is None:
                 ans.ack_error = UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -424,7 +382,8 @@ class ShareService:
             writes.append((ans, sp, outcome))
         if not writes:
             return
-        codes = await asyncio.gather(*(self._write(sp, outcome.changes, outcome.start_offset)
+        codes = await asyncio.gather(*(self.partitions.write(sp, outcome.changes,
+                                                             outcome.start_offset)
                                        for _, sp, outcome in writes))
         for (ans, sp, outcome), code in zip(writes, codes, strict=True):
             if code:
@@ -432,20 +391,18 @@ class ShareService:
                 ans.ack_error = code
             else:
                 sp.commit()
-            self._wake(sp.key)
+            self.partitions.wake(sp.key)
 
     # Releases --------------------------------------------------------------------------------------
     def session_closed(self, node_id: int, session: ShareSession) -> None:
         """The connection that opened ``session`` closed: its member's records are free now."""
-        if self.sessions(node_id).remove(session):
-            self._release(session)
-            self._maybe_unload(session.group_id)
+        self._end(self.sessions(node_id), session)
 
-    def _release(self, session: ShareSession) -> None:
-        for tid, p in session.partitions:
-            sp = self._partitions.get(SharePartitionKey(session.group_id, tid, p))
-            if sp is not None:
-                self._persist_soon(sp, sp.release_member(session.member_id))
+    def _end(self, cache: ShareSessionCache, session: ShareSession) -> None:
+        """``session`` is over: its member's records in its partitions are released."""
+        if cache.remove(session):
+            self.partitions.release(session.group_id, session.member_id, session.partitions)
+            self.partitions.maybe_unload(session.group_id)
 
     def member_left(self, group_id: str, member_id: str) -> None:
         """A share group member left or was fenced (the group coordinator's listener).
@@ -459,141 +416,12 @@ class ShareService:
             session = cache.get(group_id, member_id)
             if session is not None:
                 kept.update(session.partitions)
-        for key, sp in list(self._partitions.items()):
-            if key.group_id == group_id and (key.topic_id, key.partition) not in kept:
-                self._persist_soon(sp, sp.release_member(member_id))
-
-    def _maybe_unload(self, group_id: str) -> None:
-        """When a group has no share session left on this broker, its share-partitions with
-        nothing acquired and no write under way are dropped from memory; the next fetch
-        reloads them from the persister (so an offsets reset of the Empty group is seen)."""
-        if any(cache.has_group(group_id) for cache in self._sessions.values()):
-            return
-        for key, sp in list(self._partitions.items()):
-            if key.group_id == group_id and not sp.has_acquired and \
-                    not self._pending_writes.get(key):
-                sp.close()
-                del self._partitions[key]
-                self._state_epochs.pop(key, None)
+        self.partitions.release_except(group_id, member_id, kept)
 
     def unload_group(self, group_id: str) -> None:
-        """Drop the group's share-partitions from memory now (their durable state was reset
-        or deleted: Alter/DeleteShareGroupOffsets, DeleteGroups); held records are forgotten."""
-        for key, sp in list(self._partitions.items()):
-            if key.group_id == group_id:
-                sp.close()
-                del self._partitions[key]
-                self._state_epochs.pop(key, None)
-
-    def _on_lock_expired(self, sp: SharePartition, changes: list[StateBatch]) -> None:
-        self._persist_soon(sp, changes)
-
-    # Durability ------------------------------------------------------------------------------------
-    def _persist_soon(self, sp: SharePartition, changes: list[StateBatch]) -> None:
-        """Write ``changes`` in the background and wake the fetches waiting on ``sp``."""
-        if not changes:
-            return
-        self._wake(sp.key)
-        key = sp.key
-        assert isinstance(key, SharePartitionKey)
-        self._begin_write(key)  # counted now: the share-partition stays loaded until written
-        task = asyncio.ensure_future(self._write(sp, changes, sp.start_offset))
-        self._writes.add(task)
-        task.add_done_callback(partial(self._written, key))
-
-    def _written(self, key: SharePartitionKey, task: asyncio.Future) -> None:
-        self._writes.discard(task)
-        self._end_write(key)
-        self._maybe_unload(key.group_id)
-
-    def _begin_write(self, key: SharePartitionKey) -> None:
-        self._pending_writes[key] = self._pending_writes.get(key, 0) + 1
-
-    def _end_write(self, key: SharePartitionKey) -> None:
-        left = self._pending_writes[key] - 1
-        if left:
-            self._pending_writes[key] = left
-        else:
-            del self._pending_writes[key]
-
-    async def _write(self, sp: SharePartition, changes: list[StateBatch], start: int) -> int:
-        key = sp.key
-        assert isinstance(key, SharePartitionKey)
-        state = ShareState(self._state_epochs.get(key, 0), LEADER_EPOCH, start, changes)
-        self._begin_write(key)
-        try:
-            code = await self.persister.write(key, state)
-        except Exception:  # noqa: BLE001 - answered as Kafka's code
-            log.exception("share state write of %s failed", key)
-            return COORDINATOR_NOT_AVAILABLE
-        finally:
-            self._end_write(key)
-        if code:
-            log.warning("share state write of %s answered error %d", key, code)
-        if code == FENCED_STATE_EPOCH and self._partitions.get(key) is sp:
-            # the state was re-initialised meanwhile (offsets reset): reload on the next fetch
-            sp.close()
-            del self._partitions[key]
-            self._state_epochs.pop(key, None)
-        return code
-
-    # Loading ----------------------------------------------------------------------------------------
-    async def _partition(self, group: str, topic: TopicInfo, p: int,
-                         records: RecordService) -> SharePartition | None:
-        key = SharePartitionKey(group, topic.topic_id, p)
-        sp = self._partitions.get(key)
-        if sp is not None:
-            return sp
-        loading = self._loading.get(key)
-        if loading is None:
-            loading = self._loading[key] = asyncio.ensure_future(
-                self._load(key, topic, records))
-            loading.add_done_callback(partial(self._loaded, key))
-        return await asyncio.shield(loading)
-
-    def _loaded(self, key: SharePartitionKey, _fut: asyncio.Future) -> None:
-        self._loading.pop(key, None)
-
-    async def _load(self, key: SharePartitionKey, topic: TopicInfo,
-                    records: RecordService) -> SharePartition | None:
-        """Read the share-partition's state; a share-partition never initialised, or initialised
-        without a start offset, starts where share.auto.offset.reset says."""
-        code, state = await self.persister.read(key, LEADER_EPOCH)
-        if code:
-            log.warning("share state read of %s answered error %d", key, code)
-            return None
-        if state is None or state.start_offset == UNINITIALIZED_START_OFFSET:
-            reset = self._group(key.group_id, "share.auto.offset.reset") or "latest"
-            where = EARLIEST if reset == "earliest" else LATEST
-            _, start, _ = await records.list_offset(topic.name, key.partition, where)
-            epoch = state.state_epoch if state is not None else 0
-            if state is None:
-                code = await self.persister.initialize(key, epoch, start)
-            else:
-                code = await self.persister.write(key, ShareState(epoch, LEADER_EPOCH, start))
-            if code:
-                return None
-            state = ShareState(epoch, LEADER_EPOCH, start)
-        if key in self._partitions:  # loaded meanwhile
-            return self._partitions[key]
-        sp = SharePartition(key, self._clock, start_offset=state.start_offset,
-                            delivery_limit=self._delivery_limit(key.group_id),
-                            max_in_flight=self._broker_int(
-                                "group.share.partition.max.record.locks"),
-                            state_batches=state.state_batches, on_change=self._on_lock_expired)
-        self._partitions[key] = sp
-        self._state_epochs[key] = state.state_epoch
-        log.info("share-partition %s-%s of group %s loaded at start offset %d", topic.name,
-                 key.partition, key.group_id, sp.start_offset)
-        return sp
+        """Drop the group's share-partitions from memory (their durable state was reset or
+        deleted: Alter/DeleteShareGroupOffsets, DeleteGroups); the next fetch reloads them."""
+        self.partitions.unload_group(group_id)
 
     async def stop(self) -> None:
-        for sp in self._partitions.values():
-            sp.close()
-        if self._writes:
-            await asyncio.gather(*self._writes, return_exceptions=True)
-
-
-def _resolve(fut: asyncio.Future) -> None:
-    if not fut.done():
-        fut.set_result(None)
+        await self.partitions.stop()
