@@ -20,6 +20,7 @@ import pytest
 
 from kafkette.protocol.records import build_batch
 from tests.dataplane.test_wire import create_topic, produce
+from tests.share_state.test_offsets_wire import describe, rows
 from tests.wire import WireClient
 
 from .test_wire import set_group_config
@@ -158,6 +159,8 @@ def test_three_consumers_share_a_partition_without_overlap(broker) -> None:
     assert sorted(accepts) == list(range(total)), "every record processed"
     assert set(accepts.values()) == {1}, "ACCEPTed once each"
     assert all(by_consumer[f"c{i}"] > 0 for i in range(3)), by_consumer
+    with WireClient(broker.bootstrap) as w:  # the start offset is past every record, durably
+        assert rows(describe(w, GROUP)) == {("jobs", 0): (total, 0)}
     for offset, intervals in holds.items():
         intervals.sort()
         for (_p1, s1, who1), (p2, _s2, who2) in zip(intervals, intervals[1:], strict=False):

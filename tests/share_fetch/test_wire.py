@@ -292,3 +292,19 @@ def test_acknowledged_records_survive_a_restart(broker, jobs) -> None:
     with WireClient(broker.bootstrap) as b:
         resp = share_fetch(b, "b", 0, jobs, max_wait_ms=2000)
         assert acquired(resp) == [(5, 9, 2)]  # never 0-4: their acknowledgement was durable
+
+
+def test_offsets_reset_of_an_empty_group_is_seen(broker, jobs) -> None:
+    from tests.share_state.test_offsets_wire import alter, describe, heartbeat, rows
+
+    with WireClient(broker.bootstrap) as w:
+        assert heartbeat(w, GROUP, "m", 0).error_code == ErrorCode.none
+        assert acquired(share_fetch(w, "m", 0, jobs)) == [(0, 9, 1)]
+        resp = share_fetch(w, "m", -1, jobs, {0: [(0, 9, [ACCEPT])]})  # acks, closes
+        assert part_of(resp).acknowledge_error_code == 0
+        assert rows(describe(w, GROUP)) == {("jobs", 0): (10, 0)}  # the SPSO, durable
+        assert heartbeat(w, GROUP, "m", -1).error_code == ErrorCode.none  # the group is Empty
+        resp = alter(w, GROUP, [("jobs", [(0, 3)])])
+        assert resp.error_code == ErrorCode.none
+        # the share-partition was unloaded with the last session: the new state is read
+        assert acquired(share_fetch(w, "n", 0, jobs)) == [(3, 9, 1)]
