@@ -54,8 +54,10 @@ class ShareStateService:
     def coordinator_now(self) -> ShareCoordinatorService | None:
         """The coordinator, or None while it loads; the first call starts it (creating the
         topic), as FindCoordinator key type 2 does in Kafka."""
-        if self.coordinator is None and self._start is None:
-            self._start = asyncio.ensure_future(self._load())
+        start = self._start
+        if self.coordinator is None and (start is None or (
+                start.done() and (start.cancelled() or start.exception() is not None))):
+            self._start = asyncio.ensure_future(self._load())  # first use, or a retry
         return self.coordinator
 
     async def ready(self) -> ShareCoordinatorService | None:
@@ -66,7 +68,7 @@ class ShareStateService:
             self._start = asyncio.ensure_future(self._load())
         start = self._start
         await asyncio.wait([start])
-        if self._start is start and start.exception() is not None:
+        if self._start is start and (start.cancelled() or start.exception() is not None):
             self._start = None  # the next call tries again
         return self.coordinator
 

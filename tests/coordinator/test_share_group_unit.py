@@ -195,6 +195,10 @@ def test_join_assign_catch_up_and_steady():
          sgr.ShareGroupCurrentMemberAssignmentValue(2, 1, 0, (sgr.TopicPartitions(T1, (0,)),)))])
     steady = gs.beat("a", 2)
     assert (steady.member_epoch, steady.assignment, steady.records) == (2, None, [])
+    # the same subscription again: nothing changes, no assignment (Kafka sends it on epoch 0
+    # and when it changed)
+    again = gs.beat("a", 2, ("t",))
+    assert (again.member_epoch, again.assignment, again.records) == (2, None, [])
     group = gs.groups["g"]
     assert (group.state, group.group_epoch, group.assignment_epoch) == ("Stable", 2, 2)
     assert group.initialized == {T1: ("t", frozenset({0}))}

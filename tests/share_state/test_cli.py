@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import threading
 
 import pytest
 from confluent_kafka import Producer
@@ -49,11 +50,33 @@ def heartbeat(client: WireClient, member: str, epoch: int) -> None:
     assert r.error_code == 0, r
 
 
+class Member:
+    """A share group member heartbeating in the background (its session must not expire
+    while the commands run), until it leaves."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.client = WireClient(bootstrap, client_id="worker-client")
+        heartbeat(self.client, "member-1", 0)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+        self.thread.start()
+
+    def _beat(self) -> None:
+        while not self.stop.wait(0.2):
+            heartbeat(self.client, "member-1", 1)
+
+    def leave(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        heartbeat(self.client, "member-1", -1)
+        self.client.close()
+
+
 def test_share_groups_command(broker) -> None:
     boot = broker.bootstrap
     host, port = broker.address
-    with WireClient(boot, client_id="worker-client") as member:
-        heartbeat(member, "member-1", 0)
+    member = Member(boot)
+    try:
 
         listed = share_groups(boot, "--list")
         assert (listed.returncode, listed.stdout) == (0, "workers\n")
@@ -81,7 +104,8 @@ def test_share_groups_command(broker) -> None:
         live = share_groups(boot, "--reset-offsets", "--group", "workers", "--to-earliest",
                             "--execute")
         assert (live.returncode, live.stderr.strip()) == (1, "Share group 'workers' is not empty.")
-        heartbeat(member, "member-1", -1)
+    finally:
+        member.leave()
 
     empty = share_groups(boot, "--describe", "--group", "workers", "--members")
     assert (empty.returncode, empty.stdout, empty.stderr) == (

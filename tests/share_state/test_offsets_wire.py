@@ -164,3 +164,15 @@ def test_find_coordinator_share_key(broker, client) -> None:
     assert (found.key, found.error_code, found.node_id) == (key, ErrorCode.none, 1)
     assert (found.host, found.port) == broker.address
     assert (bad.key, bad.error_code) == ("bad", ErrorCode.invalid_request)
+
+
+def test_share_version_0_answers_unsupported_version(tmp_path) -> None:
+    config = broker_config(str(tmp_path), **{"share.version": 0,
+                                             "offsets.topic.num.partitions": 1})
+    with ThreadedBroker(config) as b, WireClient(b.bootstrap) as c:
+        assert describe(c, "workers").error_code == ErrorCode.unsupported_version
+        assert describe(c, "workers", [("jobs", [0])]).error_code == \
+            ErrorCode.unsupported_version
+        assert alter(c, "workers", [("jobs", [(0, 0)])]).error_code == \
+            ErrorCode.unsupported_version
+        assert delete(c, "workers", ["jobs"]).error_code == ErrorCode.unsupported_version

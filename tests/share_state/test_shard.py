@@ -196,3 +196,17 @@ def test_routing_is_kafkas_key_hash(coord: ShareCoordinatorService) -> None:
     text = coordinator_key(KEY.group_id, KEY.topic_id, KEY.partition)
     assert coord.partition_for(KEY) == kafka_abs(java_string_hashcode(text)) % 3
     assert coord.find_coordinator(text) == 0
+
+
+async def test_a_write_is_answered_only_once_durable(coord: ShareCoordinatorService) -> None:
+    await coord.initialize(KEY, 1, 0)
+    log = coord.logs[coord.partition_for(KEY)]  # type: ignore[attr-defined]
+    log.gate = asyncio.Event()  # the append waits until the gate opens
+    write = asyncio.ensure_future(coord.write(KEY, ShareState(1, 0, 2, [
+        StateBatch(0, 1, ACKNOWLEDGED, 1)])))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not write.done()
+    log.gate.set()
+    assert await write == 0
+    assert len(log.records) == 2

@@ -93,8 +93,7 @@ def validate_request(request: ShareHeartbeatRequest) -> None:
         if not request.subscribed_topic_names:
             raise _invalid("SubscribedTopicNames must be set in first request.")
     elif request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
-        raise _invalid(f"MemberEpoch is {request.member_epoch}, but must be greater than or "
-                       "equal to -1.")
+        raise _invalid("MemberEpoch is invalid.")
 
 
 def _check_epoch(member: ShareMember, received: int) -> None:
@@ -104,9 +103,11 @@ def _check_epoch(member: ShareMember, received: int) -> None:
             f"known by the group coordinator ({member.member_epoch}). The member must abandon "
             "all its partitions and rejoin."))
     if received < member.member_epoch and received != member.previous_member_epoch:
+        # the previous epoch is accepted: the response with the bumped one may have been lost
         raise CoordinatorError(FENCED_MEMBER_EPOCH, (
             f"The share group member has a smaller member epoch ({received}) than the one "
-            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            f"known by the group coordinator ({member.member_epoch}), and it does not match the "
+            f"previous member epoch ({member.previous_member_epoch}). The member must abandon "
             "all its partitions and rejoin."))
 
 
@@ -150,7 +151,7 @@ def heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
         new_member = True
     else:
         new_member = False
-        if epoch != 0:
+        if epoch != 0:  # a known member may rejoin with epoch 0 (as KIP-848's KAFKA-19233)
             _check_epoch(member, epoch)
             if not metadata_changed:
                 steady = _steady(group, member, request, settings)
@@ -198,10 +199,10 @@ def heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
         reconciled = replace(updated, member_epoch=assigned_epoch,
                              previous_member_epoch=updated.member_epoch, assigned=own_target)
         out.append(current_assignment(gid, reconciled))
-    full = epoch == 0 or request.subscribed_topic_names is not None
+    # Kafka sends the assignment to a member that (re)joins and when it changed
     return ShareHeartbeatResult(
         out, reconciled.member_id, reconciled.member_epoch, settings.heartbeat_interval_ms,
-        reconciled.assigned if full or reconciled.assigned != member.assigned else None)
+        reconciled.assigned if epoch == 0 or reconciled.assigned != member.assigned else None)
 
 
 def _unknown(request: ShareHeartbeatRequest) -> CoordinatorError:
