@@ -96,6 +96,13 @@ DEFAULTS: dict[str, str] = {
     # Share groups, KIP-932 (Kafka 4.2 names and defaults): group.share.* (coordinator side),
     # and the share.version feature.
     **SHARE_GROUP_DEFAULTS,
+    # Share groups, the share-partition side (Kafka 4.2 names and defaults).
+    "group.share.record.lock.duration.ms": "30000",
+    "group.share.min.record.lock.duration.ms": "15000",
+    "group.share.max.record.lock.duration.ms": "60000",
+    "group.share.delivery.count.limit": "5",
+    "group.share.partition.max.record.locks": "2000",
+    "group.share.max.share.sessions": "2000",
     # Transaction coordinator (Kafka's defaults)
     "transaction.state.log.num.partitions": "50",
     "transaction.state.log.replication.factor": "1",
@@ -236,6 +243,12 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "group.share.max.session.timeout.ms": ConfigKey("INT", at_least(1)),
     "group.share.max.size": ConfigKey("INT", between(1, 1000)),
     "group.share.assignors": ConfigKey("LIST"),
+    "group.share.record.lock.duration.ms": ConfigKey("INT", at_least(1000)),
+    "group.share.min.record.lock.duration.ms": ConfigKey("INT", between(1000, 30000)),
+    "group.share.max.record.lock.duration.ms": ConfigKey("INT", between(30000, 3600000)),
+    "group.share.delivery.count.limit": ConfigKey("INT", between(2, 10)),
+    "group.share.partition.max.record.locks": ConfigKey("INT", between(100, 10000)),
+    "group.share.max.share.sessions": ConfigKey("INT", at_least(1)),
     "group.min.session.timeout.ms": ConfigKey("INT"),
     "group.max.session.timeout.ms": ConfigKey("INT"),
     "group.max.size": ConfigKey("INT", at_least(1)),

@@ -35,7 +35,7 @@ from kafkette.protocol.headers import HeaderError, HeaderParser
 
 from . import request_log, request_memo
 from .cluster.faults import FaultRegistry
-from .context import RequestContext
+from .context import ConnectionClosing, RequestContext
 from .registry import ROUTES
 from .responses import (
     CLOSE_CONNECTION,
@@ -124,6 +124,8 @@ class KafkaConnection(asyncio.Protocol):
         # the authenticated identity of this connection and the listener it came in on
         self.principal = "User:ANONYMOUS"
         self.listener = "PLAINTEXT"
+        # callbacks handlers registered to run when this connection closes
+        self.closing = ConnectionClosing()
 
     @property
     def _busy(self) -> bool:
@@ -154,6 +156,7 @@ class KafkaConnection(asyncio.Protocol):
             self._idle_handle.cancel()
         self._queue.clear()
         self._waiting.clear()
+        self.closing.run()
 
     def pause_writing(self) -> None:
         self._write_blocked = True
@@ -352,7 +355,7 @@ class KafkaConnection(asyncio.Protocol):
                 return None
             ctx = RequestContext(key, version, corr, client_id, self.client_host,
                                  self.broker.services, principal=self.principal,
-                                 listener=self.listener)
+                                 listener=self.listener, closing=self.closing)
             handler = route.handler
             if (route.identical_repeats or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
                 memo = self._memo_of(route.identical_repeats, key, version, frame, api_codec,

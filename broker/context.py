@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +14,34 @@ if TYPE_CHECKING:
     from .config import BrokerConfig
     from .services import Services
     from .services.cluster import ClusterInfo
+
+
+log = logging.getLogger("kafkette.connection")
+
+
+class ConnectionClosing:
+    """Callbacks a connection runs once, when it closes. Any handler may register one under a
+    key of its own (a new registration under the same key replaces the old): a share session
+    ends with the connection that opened it, for instance."""
+
+    __slots__ = ("_callbacks",)
+
+    def __init__(self) -> None:
+        self._callbacks: dict[Hashable, Callable[[], object]] = {}
+
+    def when_closed(self, key: Hashable, callback: Callable[[], object]) -> None:
+        self._callbacks[key] = callback
+
+    def forget(self, key: Hashable) -> None:
+        self._callbacks.pop(key, None)
+
+    def run(self) -> None:
+        callbacks, self._callbacks = self._callbacks, {}
+        for key, callback in callbacks.items():
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - one failing callback must not skip the others
+                log.exception("connection close callback %r failed", key)
 
 
 @dataclass(slots=True)
@@ -31,6 +61,8 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     # The listener the request came in on (its name in `listeners`, e.g. "PLAINTEXT").
     listener: str = "PLAINTEXT"
+    # What to run when the request's connection closes (None outside a connection).
+    closing: ConnectionClosing | None = None
 
     @property
     def config(self) -> BrokerConfig:

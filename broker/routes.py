@@ -57,6 +57,8 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     69: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupDescribe
     76: (1, 1, 1, _H + "share_group"),  # ShareGroupHeartbeat
     77: (1, 1, 1, _H + "share_group"),  # ShareGroupDescribe
+    78: (1, 1, 1, _H + "share_fetch"),  # ShareFetch
+    79: (1, 1, 1, _H + "share_fetch"),  # ShareAcknowledge
     90: (0, 1, 0, _H + "share_offsets"),  # DescribeShareGroupOffsets
     91: (0, 0, 0, _H + "share_offsets"),  # AlterShareGroupOffsets
     92: (0, 0, 0, _H + "share_offsets"),  # DeleteShareGroupOffsets

@@ -18,7 +18,14 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
-from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
+from .services import (
+    ClusterInfo,
+    GroupService,
+    RecordService,
+    Services,
+    ShareService,
+    TopicService,
+)
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
 from .services.share_state import ShareStateService
@@ -118,10 +125,12 @@ class Broker:
         self._bound: tuple[str, int] | None = None
         self.stats = BrokerStats(per_request=admin_address(self.config) is not None)
         group_configs = GroupConfigService(self.config)
+        topics = TopicService(self.logs, self.config, self.cluster_nodes)
+        share_state = ShareStateService(self.logs, self.config, self.clock)
         self.services = Services(
             config=self.config,
             cluster=ClusterInfo(self.config.node_id, self.cluster_id, lambda: self.advertised),
-            topics=TopicService(self.logs, self.config, self.cluster_nodes),
+            topics=topics,
             records=RecordService(self.logs, self.stats,
                                   fetch_max_bytes=self.config.get_int("fetch.max.bytes")),
             groups=GroupService(self.logs, self.config, self.clock,
@@ -129,7 +138,11 @@ class Broker:
                                 group_configs.share_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
-            share_state=ShareStateService(self.logs, self.config, self.clock),
+            share_state=share_state,
+            # Share groups' records, durable through the share-state coordinator (Persister).
+            shares=ShareService(self.config, topics, self.clock,
+                                lambda group: group_configs.overrides.get(group, {}),
+                                persister=share_state),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -227,6 +240,7 @@ class Broker:
                 self._coordinator_task.cancel()
             await asyncio.gather(self._coordinator_task, return_exceptions=True)
             self._coordinator_task = None
+        await self.services.shares.stop()  # its last state writes, before the persister stops
         await self.services.share_state.stop()
         await self.services.groups.stop()
         await self.logs.stop()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 MODULES = ("startup", "groups", "kip848", "cghb", "commit", "load", "durable", "scrape",
-           "throughput", "replay", "memory", "transactions")
+           "throughput", "replay", "memory", "transactions", "share")
 
 
 def all_figures(scaling: dict | None = None) -> list:

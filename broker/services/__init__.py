@@ -16,6 +16,7 @@ from .group_configs import GroupConfigService
 from .groups import GroupService
 from .record_service import RecordService
 from .share_state import ShareStateService
+from .shares import ShareService
 from .topic_service import TopicService
 
 
@@ -30,10 +31,12 @@ class Services:
     group_configs: GroupConfigService
     # the share-state coordinator on __share_group_state: the broker's share Persister
     share_state: ShareStateService
+    shares: ShareService
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
+        self.groups.add_share_member_listener(self.shares.member_left)
 
 
 __all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
-           "ShareStateService", "TopicService"]
+           "ShareService", "ShareStateService", "TopicService"]

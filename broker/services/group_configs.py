@@ -72,6 +72,11 @@ GROUP_CONFIG_KEYS: dict[str, GroupConfigKey] = {
         "group.share.max.record.lock.duration.ms", at_least=1000),
     "share.auto.offset.reset": GroupConfigKey(
         STRING, None, None, None, default="latest", choices=("latest", "earliest")),
+    "share.delivery.count.limit": GroupConfigKey(
+        INT, "group.share.delivery.count.limit", None, None, at_least=2),
+    "share.isolation.level": GroupConfigKey(
+        STRING, None, None, None, default="read_uncommitted",
+        choices=("read_committed", "read_uncommitted")),
 }
 # Kafka's validateValues order: each bounded key, then session above heartbeat.
 _BOUNDED = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",

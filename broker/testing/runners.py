@@ -38,6 +38,7 @@ TEST_DEFAULTS: dict[str, str] = {
     "group.share.heartbeat.interval.ms": "500",
     "group.share.min.session.timeout.ms": "1000",
     "group.share.session.timeout.ms": "6000",
+    "group.share.min.record.lock.duration.ms": "1000",
 }
 
 

@@ -62,7 +62,9 @@ def test_group_configs_are_described_set_kept_and_applied(kafka_broker_factory):
         "share.session.timeout.ms": ("6000", DEFAULT_CONFIG),  # group.share.* (test config)
         "share.heartbeat.interval.ms": ("500", DEFAULT_CONFIG),
         "share.record.lock.duration.ms": ("30000", DEFAULT_CONFIG),
-        "share.auto.offset.reset": ("latest", DEFAULT_CONFIG)}
+        "share.auto.offset.reset": ("latest", DEFAULT_CONFIG),
+        "share.isolation.level": ("read_uncommitted", DEFAULT_CONFIG),
+        "share.delivery.count.limit": ("5", DEFAULT_CONFIG)}
 
     alter(admin, "quick", consumer_session_timeout_ms="2000", consumer_heartbeat_interval_ms="700")
     got = describe(admin, "quick")
