@@ -102,6 +102,11 @@ DEFAULTS: dict[str, str] = {
     # The finalized level of the transaction.version feature (Kafka finalizes it with
     # kafka-storage format / kafka-features): 2 enables KIP-890's transaction version 2.
     "transaction.version": "2",
+    # Authorization (Kafka's names): empty = no authorizer, everything allowed; else Kafka's
+    # StandardAuthorizer (broker/security/): ACLs, super users, the no-ACL default.
+    "authorizer.class.name": "",
+    "super.users": "",
+    "allow.everyone.if.no.acl.found": "false",
 }
 
 
@@ -156,6 +161,18 @@ def _one_dir(value: object) -> str | None:
     if len(dirs) != 1:
         return "kafkette stores its logs in exactly one directory"
     return None
+
+
+# The authorizers kafkette implements (broker/security/): Kafka 4's, and the ZooKeeper-era name
+# an older server.properties carries.
+AUTHORIZER_CLASSES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                      "kafka.security.authorizer.AclAuthorizer")
+
+
+def _authorizer_class(value: object) -> str | None:
+    if value in ("",) + AUTHORIZER_CLASSES:
+        return None
+    return f"kafkette's authorizer is {AUTHORIZER_CLASSES[0]}"
 
 
 CONFIG_KEYS: dict[str, ConfigKey] = {
@@ -234,6 +251,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "group.consumer.assignors": ConfigKey("LIST"),
     "group.consumer.migration.policy": ConfigKey(
         "STRING", one_of("bidirectional", "upgrade", "downgrade", "disabled")),
+    "authorizer.class.name": ConfigKey("STRING", _authorizer_class),
+    "super.users": ConfigKey("STRING"),
+    "allow.everyone.if.no.acl.found": ConfigKey("BOOLEAN"),
 }
 
 

@@ -45,6 +45,9 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     25: (0, 4, 0, _H + "transactions"),  # AddOffsetsToTxn
     26: (0, 5, 0, _H + "transactions"),  # EndTxn
     28: (0, 5, 0, _H + "transactions"),  # TxnOffsetCommit
+    29: (1, 3, 1, _H + "acls"),  # DescribeAcls
+    30: (1, 3, 1, _H + "acls"),  # CreateAcls
+    31: (1, 3, 1, _H + "acls"),  # DeleteAcls
     32: (1, 4, 1, _H + "describe_configs"),
     33: (0, 2, 0, _H + "alter_configs"),
     37: (0, 3, 0, _H + "create_partitions"),

@@ -18,6 +18,7 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .security.acl_store import AclStore, authorizer_configured
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
@@ -126,6 +127,7 @@ class Broker:
                                 group_configs.consumer_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
+            acls=AclStore(self.config) if authorizer_configured(self.config) else None,
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -151,6 +153,8 @@ class Broker:
             self.services.broker_configs.load()  # dynamic broker configs over the static ones
             self.services.topics.load_replicas()  # several nodes: the topics' replicas
             self.services.group_configs.load()  # groups' own configs, before the coordinator
+            if self.services.acls is not None:
+                self.services.acls.load()  # the ACLs, before any request is authorized
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)

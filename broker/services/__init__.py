@@ -7,6 +7,7 @@ answer; services hold the rules and raise :class:`ServiceError` with Kafka's err
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import BrokerConfig
 from .broker_configs import BrokerConfigService
@@ -16,6 +17,9 @@ from .group_configs import GroupConfigService
 from .groups import GroupService
 from .record_service import RecordService
 from .topic_service import TopicService
+
+if TYPE_CHECKING:
+    from ..security.acl_store import AclStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +31,8 @@ class Services:
     groups: GroupService
     broker_configs: BrokerConfigService
     group_configs: GroupConfigService
+    # The ACLs and their authorizer; None without ``authorizer.class.name`` (all allowed).
+    acls: AclStore | None = None
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
