@@ -14,6 +14,7 @@ from kafkette.protocol.build import has_field, item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..services import ServiceError
 
 log = logging.getLogger("kafkette.admin")
@@ -27,6 +28,13 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
     config_cls = item_type(result_cls, "configs") if has_field(result_cls, "configs") else None
     topics = ctx.services.topics
     counts = Counter(t.name for t in req.topics)
+    # CREATE on the cluster covers every topic, else CREATE on each; the configs of the answer
+    # need DESCRIBE_CONFIGS on the topic
+    names = [t.name for t in req.topics]
+    refused = frozenset() if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER,
+                                           CLUSTER_NAME) \
+        else ctx.denied(AclOperation.CREATE, ResourceType.TOPIC, names)
+    hidden_configs = ctx.denied(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
     results = []
     for t in req.topics:
         fields: dict[str, Any] = dict(name=t.name, topic_id=ZERO_UUID, error_code=ErrorCode.none,
@@ -38,13 +46,17 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
                     ErrorCode.invalid_request,
                     f"Create topics request from client `{ctx.client_id}` contains multiple "
                     f"entries for the following topics: {t.name}")
+            if t.name in refused:
+                raise ServiceError(ErrorCode.topic_authorization_failed, "Authorization failed.")
             created = await topics.create(
                 t.name, t.num_partitions, t.replication_factor,
                 [a.broker_ids for a in t.assignments], {c.name: c.value for c in t.configs},
                 validate_only=req.validate_only)
             fields.update(topic_id=created.topic_id, num_partitions=created.partitions,
                           replication_factor=created.replication_factor)
-            if config_cls is not None:
+            if t.name in hidden_configs:
+                fields["topic_config_error_code"] = ErrorCode.topic_authorization_failed
+            elif config_cls is not None:
                 fields["configs"] = tuple(
                     make(config_cls, name=e["name"], value=e["value"], read_only=False,
                          config_source=e["source"], is_sensitive=False)

@@ -11,8 +11,10 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation
 from ..services import ServiceError
 from ..services.config_entries import DEFAULT_CONFIG, broker_config_entries
+from ._config_access import config_refusal
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
@@ -29,7 +31,11 @@ def handle_describe_configs(ctx: RequestContext, req: Any):
     for res in req.resources:
         keys = set(res.configuration_keys) if res.configuration_keys is not None else None
         error, message, entries = ErrorCode.none, None, []
-        if res.resource_type == TOPIC:
+        refused = config_refusal(ctx, AclOperation.DESCRIBE_CONFIGS, res.resource_type,
+                                 res.resource_name)
+        if refused is not None:
+            error, message = refused
+        elif res.resource_type == TOPIC:
             try:
                 entries = topics.config_entries(res.resource_name, keys)
             except ServiceError as exc:

@@ -9,6 +9,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation, ResourceType
 from ._groups_common import ZERO, coordinator
 
 GROUP, TRANSACTION = 0, 1
@@ -16,6 +17,12 @@ COORDINATOR_NOT_AVAILABLE = 15
 
 
 def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str, int]:
+    # DESCRIBE on the group or transactional id the coordinator is asked for
+    if key_type == TRANSACTION:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return int(ErrorCode.transactional_id_authorization_failed), -1, "", -1
+    elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return int(ErrorCode.group_authorization_failed), -1, "", -1
     if key_type != TRANSACTION:
         return coordinator(ctx).find_coordinator(key, key_type)
     txn = ctx.services.groups.transaction_coordinator()

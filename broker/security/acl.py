@@ -118,6 +118,19 @@ class AclBinding:
     def pattern(self) -> tuple[ResourceType, str, PatternType]:
         return self.resource_type, self.name, self.pattern_type
 
+    def pattern_text(self) -> str:
+        """Kafka's ResourcePattern.toString (what kafka-acls.sh prints)."""
+        return (f"ResourcePattern(resourceType={self.resource_type.name}, name={self.name}, "
+                f"patternType={self.pattern_type.name})")
+
+    def entry_text(self) -> str:
+        """Kafka's AccessControlEntry.toString."""
+        return (f"(principal={self.principal}, host={self.host}, "
+                f"operation={self.operation.name}, permissionType={self.permission.name})")
+
+    def __str__(self) -> str:
+        return f"(pattern={self.pattern_text()}, entry={self.entry_text()})"
+
     def to_json(self) -> dict[str, object]:
         return {"resourceType": self.resource_type.name, "name": self.name,
                 "patternType": self.pattern_type.name, "principal": self.principal,

@@ -109,9 +109,9 @@ class StandardAuthorizer:
                         yield acls
             else:
                 for end in range(1, len(name) + 1):
-                    acls = prefixed.get(name[:end])
-                    if acls:
-                        yield acls
+                    found = prefixed.get(name[:end])
+                    if found:
+                        yield found
 
     def authorize(self, principal: str, host: str, op: AclOperation,
                   resource_type: ResourceType, name: str) -> bool:
