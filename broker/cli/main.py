@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
     groups.add_argument("args", nargs=argparse.REMAINDER)
+    acls = sub.add_parser("acls", add_help=False,
+                          help="kafka-acls.sh: --add, --remove, --list ACLs (`kafkette acls --help`)")
+    acls.add_argument("args", nargs=argparse.REMAINDER)
     cluster = sub.add_parser("cluster", add_help=False,
                              help="control a running kafkette over its admin server: faults, "
                                   "nodes, coordinator and leader moves (`kafkette cluster --help`)")
@@ -177,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import groups_command
 
         return groups_command.main(argv[1:])
+    if argv[:1] == ["acls"]:  # kafka-acls.sh's flags, parsed by its own module
+        from . import acls_command
+
+        return acls_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
         from . import cluster_command
 
