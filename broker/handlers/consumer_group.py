@@ -33,7 +33,7 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
         request = _heartbeat_request(ctx, req)
         ctx.derived = (req, request)
     version = ctx.api_version
-    if ctx.authorizing:
+    if ctx.services.acls is not None:  # ctx.authorizing, inlined: the hot path
         refused = _refused_heartbeat(ctx, request)
         if refused:
             return _heartbeat_response(version, (refused, None, None))

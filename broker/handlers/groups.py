@@ -96,7 +96,8 @@ def handle_sync_group(ctx: RequestContext, req):
 @api(12, 0, 4)
 def handle_heartbeat(ctx: RequestContext, req):
     version = ctx.api_version
-    if not ctx.authorize(READ, GROUP, req.group_id):
+    # READ on the group; ctx.authorizing inlined: the hottest request
+    if ctx.services.acls is not None and not ctx.authorize(READ, GROUP, req.group_id):
         return _heartbeat_response(version, GROUP_AUTHORIZATION_FAILED)
     coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hottest request
     if coord is None:

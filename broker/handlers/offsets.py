@@ -67,7 +67,7 @@ class _CommitPlan:
         coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
         if coord is None:
             coord = coordinator(ctx)
-        if ctx.authorizing:
+        if ctx.services.acls is not None:  # ctx.authorizing, inlined: the hot path
             return self._authorized(ctx, coord, partitions)
         return coord.commit_offsets(self.request, partitions, self.build)
 

@@ -41,7 +41,8 @@ _RETRY_ADD = frozenset({CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, NOT_
 
 @api(0, 0, 12, min_accepted=3)
 def handle_produce(ctx: RequestContext, req: Any):
-    refused = _unauthorized(ctx, req) if ctx.authorizing else None
+    # ctx.authorizing, inlined: the hot path
+    refused = _unauthorized(ctx, req) if ctx.services.acls is not None else None
     if req.transactional_id is not None and ctx.api_version >= 12 and \
             ctx.config.get_int("transaction.version") >= 2:
         # Transaction version 2 (KIP-890): a partition not yet in the transaction is added by
