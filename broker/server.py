@@ -18,6 +18,7 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .security.listener import ListenerSecurity, SecurityConfigError, listener_securities
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
@@ -43,6 +44,8 @@ class ListenerView:
         self.bound = bound
         self.server: asyncio.Server | None = None
         self.node_id = broker.config.node_id if node_id is None else node_id
+        # how this listener's connections authenticate (None: PLAINTEXT, nothing to do)
+        self.security = broker.listener_security.get(listener.name)
         nodes = broker.cluster_nodes
         # Metadata and FindCoordinator answer with the address of the listener asked; with
         # several nodes, each sees only the partitions it leads.
@@ -111,6 +114,8 @@ class Broker:
         self._node_ports = dict(node_ports or {})
         self._early = dict(early or {})
         self.logs = LogManager(self.config)
+        # each listener's authentication, by listener name (built by start())
+        self.listener_security: dict[str, ListenerSecurity] = {}
         self._server: asyncio.Server | None = None
         self._servers: list[asyncio.Server] = []
         self.views: list[ListenerView] = []
@@ -146,6 +151,7 @@ class Broker:
         """
         self.config.warn_unknown()  # raises ConfigError on the first invalid value
         self.config.log_values()
+        self.listener_security = self._listener_security()
         await self.logs.start()
         try:
             self.services.broker_configs.load()  # dynamic broker configs over the static ones
@@ -161,6 +167,15 @@ class Broker:
         self._bound = self.views[0].bound
         self._coordinator_task = asyncio.ensure_future(self._start_groups())
         self.admin = await start_admin(self)
+
+    def _listener_security(self) -> dict[str, ListenerSecurity]:
+        """The TLS context and SASL settings of every listener that has any."""
+        try:
+            found = listener_securities(self.config, self.config.security_protocols,
+                                        [item.name for item in self.config.broker_listeners])
+        except SecurityConfigError as exc:
+            raise StartupError(str(exc)) from None
+        return {name: sec for name, sec in found.items() if sec.protocol != "PLAINTEXT"}
 
     async def _start_groups(self) -> None:
         await self.services.groups.start()
@@ -186,7 +201,8 @@ class Broker:
         if early is not None:  # bound before the broker was ready: hand its connections over
             server = early.open(lambda: KafkaConnection(view))
         else:
-            server = await bind(listener, port, lambda: KafkaConnection(view))
+            context = view.security.ssl_context if view.security is not None else None
+            server = await bind(listener, port, lambda: KafkaConnection(view), context)
         host, port = server.sockets[0].getsockname()[:2]
         view.bound = (host, port)
         view.server = server
