@@ -322,7 +322,8 @@ def parse_value(key: str, raw: str) -> object:
         parsed = value
     complaint = spec.check(parsed) if spec.check else None
     if complaint:
-        raise ConfigError(f"Invalid value {raw} for configuration {key}: {complaint}")
+        shown = "[hidden]" if is_password(key) else raw  # Kafka never prints a PASSWORD
+        raise ConfigError(f"Invalid value {shown} for configuration {key}: {complaint}")
     return parsed
 
 

@@ -53,6 +53,8 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     42: (0, 2, 0, _H + "groups"),  # DeleteGroups
     44: (0, 1, 0, _H + "alter_configs"),  # IncrementalAlterConfigs
     47: (0, 0, 0, _H + "offsets"),  # OffsetDelete
+    50: (0, 0, 0, _H + "scram_credentials"),  # DescribeUserScramCredentials
+    51: (0, 0, 0, _H + "scram_credentials"),  # AlterUserScramCredentials
     65: (0, 0, 0, _H + "transactions"),  # DescribeTransactions
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat

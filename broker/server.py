@@ -18,10 +18,12 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .security.config_keys import ADD_SCRAM, parse_add_scram
 from .security.listener import ListenerSecurity, SecurityConfigError, listener_securities
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
+from .services.scram_credentials import ScramCredentialService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
@@ -131,6 +133,7 @@ class Broker:
                                 group_configs.consumer_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
+            scram_credentials=ScramCredentialService(self.config),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -157,6 +160,7 @@ class Broker:
             self.services.broker_configs.load()  # dynamic broker configs over the static ones
             self.services.topics.load_replicas()  # several nodes: the topics' replicas
             self.services.group_configs.load()  # groups' own configs, before the coordinator
+            self._load_scram_credentials()
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)
@@ -171,11 +175,24 @@ class Broker:
     def _listener_security(self) -> dict[str, ListenerSecurity]:
         """The TLS context and SASL settings of every listener that has any."""
         try:
+            credentials = self.services.scram_credentials
             found = listener_securities(self.config, self.config.security_protocols,
-                                        [item.name for item in self.config.broker_listeners])
+                                        [item.name for item in self.config.broker_listeners],
+                                        credentials.lookup if credentials else None)
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from None
         return {name: sec for name, sec in found.items() if sec.protocol != "PLAINTEXT"}
+
+    def _load_scram_credentials(self) -> None:
+        """The stored SCRAM users, then those of ``kafkette.scram.users`` (seeded like
+        ``kafka-storage.sh format --add-scram``: SCRAM-SHA-256=[name=alice,password=...];...)."""
+        credentials = self.services.scram_credentials
+        if credentials is None:
+            return
+        credentials.load()
+        for mechanism, user, password, iterations in parse_add_scram(
+                self.config.get_str(ADD_SCRAM)):
+            credentials.add_password_now(user, mechanism, password, iterations)
 
     async def _start_groups(self) -> None:
         await self.services.groups.start()

@@ -12,6 +12,7 @@ This module is read before the broker listens (broker/config.py): standard libra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -46,7 +47,12 @@ SECURITY_DEFAULTS: dict[str, str] = {
     "security.inter.broker.protocol": "PLAINTEXT",
     "sasl.mechanism.inter.broker.protocol": "GSSAPI",
     "sasl.mechanism.controller.protocol": "GSSAPI",
+    "scram.credentials": "",
 }
+
+# kafkette's own: SCRAM users created at start, in kafka-storage.sh format --add-scram's syntax,
+# ";"-separated: SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]
+ADD_SCRAM = "scram.credentials"
 
 
 class SecurityKey(NamedTuple):
@@ -103,6 +109,7 @@ SECURITY_KEYS: dict[str, SecurityKey] = {
     "security.inter.broker.protocol": SecurityKey("STRING", _one_of(*PROTOCOLS)),
     "sasl.mechanism.inter.broker.protocol": SecurityKey("STRING"),
     "sasl.mechanism.controller.protocol": SecurityKey("STRING"),
+    ADD_SCRAM: SecurityKey(PASSWORD, lambda v: _add_scram_problem(str(v))),
 }
 
 _PREFIX = "listener.name."
@@ -175,4 +182,57 @@ def listener_problem(values: Mapping[str, str], listener: str, protocol: str) ->
         if not location and not inline:
             return (f"ssl.keystore.location is not set: listener {listener} ({protocol}) needs "
                     "the broker's certificate and key")
+    return None
+
+
+_SCRAM_ENTRY = re.compile(r"\s*(SCRAM-SHA-256|SCRAM-SHA-512)=\[(.*?)\]\s*$", re.S)
+_SCRAM_FIELD = re.compile(r'\s*([a-z]+)=("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)')
+
+
+def parse_add_scram(text: str) -> list[tuple[str, str, str, int]]:
+    """(mechanism, user, password, iterations) of each ``MECH=[name=..,password=..]`` entry of
+    ``text`` (";"-separated); ValueError naming the bad one."""
+    out = []
+    for entry in _split_entries(text):
+        match = _SCRAM_ENTRY.match(entry)
+        if match is None:
+            raise ValueError(f"expected SCRAM-SHA-256=[name=...,password=...] or "
+                             f"SCRAM-SHA-512=[...], got {entry.split('=', 1)[0]}=...")
+        fields: dict[str, str] = {}
+        body, pos = match.group(2), 0
+        while pos < len(body):
+            field = _SCRAM_FIELD.match(body, pos)
+            if field is None or field.end() == pos:
+                raise ValueError(f"cannot read the fields of {match.group(1)}=[...]")
+            value = field.group(2)
+            if value.startswith('"'):
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            fields[field.group(1)] = value
+            pos = field.end()
+        if not fields.get("name") or not fields.get("password"):
+            raise ValueError(f"{match.group(1)}=[...] needs name= and password=")
+        iterations = int(fields.get("iterations") or 4096)
+        if not 4096 <= iterations <= 16384:
+            raise ValueError(f"iterations must be between 4096 and 16384, got {iterations}")
+        out.append((match.group(1), fields["name"], fields["password"], iterations))
+    return out
+
+
+def _split_entries(text: str) -> list[str]:
+    entries, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += char == "["
+        depth -= char == "]"
+        if char == ";" and depth == 0:
+            entries.append(text[start:i])
+            start = i + 1
+    entries.append(text[start:])
+    return [e for e in entries if e.strip()]
+
+
+def _add_scram_problem(text: str) -> str | None:
+    try:
+        parse_add_scram(text)
+    except ValueError as exc:
+        return str(exc)
     return None

@@ -24,6 +24,7 @@ import os
 import ssl
 import tempfile
 from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from .config_keys import listener_value
 
@@ -187,34 +188,45 @@ def _pkcs12_certs(path: str, password: str | None) -> str:
 
 class TlsAcceptor(asyncio.Protocol):
     """Runs one accepted connection's TLS handshake, then hands the TLS transport to the
-    protocol ``factory`` makes (the broker's connection)."""
+    protocol ``factory`` makes (the broker's connection).
+
+    The event loop may deliver the client's first bytes (its ClientHello) to this protocol
+    before ``start_tls`` has put its TLS protocol on the transport (uvloop starts reading once
+    ``connection_made`` returns): those bytes are passed on to the TLS protocol through its
+    protocol interface once it is in place."""
 
     def __init__(self, context: ssl.SSLContext, factory: Callable[[], asyncio.Protocol]) -> None:
         self._context = context
         self._factory = factory
         self._raw: asyncio.Transport | None = None
         self._inner: asyncio.Protocol | None = None
-        self._pending: list[bytes] = []
+        self._early: list[bytes] = []  # raw bytes read before the TLS protocol took over
+        self._fed = False  # the early bytes went to the TLS protocol: data now is decrypted
+        self._pending: list[bytes] = []  # decrypted bytes before the hand-over
         self._eof = False
         self._task: asyncio.Task | None = None
         self._host = "/?"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        raw = self._raw = transport  # type: ignore[assignment]  # a stream server's transport
+        self._raw = cast(asyncio.Transport, transport)  # a stream server's transport
         peer = transport.get_extra_info("peername")
         if peer:
             self._host = f"/{peer[0]}"
-        raw.pause_reading()  # start_tls takes the first bytes (the ClientHello)
         self._task = asyncio.get_running_loop().create_task(self._handshake())
 
     async def _handshake(self) -> None:
         raw = self._raw
         assert raw is not None
         loop = asyncio.get_running_loop()
+        upgrade = asyncio.ensure_future(loop.start_tls(
+            raw, self, self._context, server_side=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S))
         try:
-            tls = await loop.start_tls(raw, self, self._context, server_side=True,
-                                       ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)
+            while raw.get_protocol() is self and not upgrade.done():
+                await asyncio.sleep(0)  # start_tls puts its protocol on the transport first
+            self._feed_early(raw.get_protocol())
+            tls = await upgrade
         except asyncio.CancelledError:
+            upgrade.cancel()
             raw.close()
             raise
         except Exception as exc:  # noqa: BLE001 - any handshake failure closes this one only
@@ -234,9 +246,28 @@ class TlsAcceptor(asyncio.Protocol):
         if self._eof:
             inner.eof_received()
 
-    # bytes decrypted between the end of the handshake and the hand-over
+    def _feed_early(self, tls_protocol: asyncio.BaseProtocol) -> None:
+        early, self._early = b"".join(self._early), []
+        self._fed = True
+        if not early or tls_protocol is self:
+            return
+        # Both loops' TLS protocols take bytes the BufferedProtocol way (uvloop's does not
+        # subclass asyncio.BufferedProtocol, hence no isinstance test).
+        buffered: Any = tls_protocol
+        view = memoryview(early)
+        while view:
+            buf = buffered.get_buffer(len(view))
+            n = min(len(buf), len(view))
+            buf[:n] = view[:n]
+            buffered.buffer_updated(n)
+            view = view[n:]
+
     def data_received(self, data: bytes) -> None:
-        if self._inner is not None:
+        if not self._fed:  # raw bytes, before the TLS protocol took the transport
+            self._early.append(data)
+            if self._raw is not None:
+                self._raw.pause_reading()
+        elif self._inner is not None:
             self._inner.data_received(data)
         else:
             self._pending.append(data)
