@@ -17,6 +17,15 @@ from urllib.parse import urlsplit
 
 from kafkette.coordinator.group.consumer.defaults import DEFAULTS as CONSUMER_GROUP_DEFAULTS
 
+from .security.config_keys import (
+    PASSWORD,
+    SECURITY_DEFAULTS,
+    SECURITY_KEYS,
+    is_password,
+    listener_problem,
+    scoped_key,
+)
+
 log = logging.getLogger("kafkette.broker.config")
 
 DEFAULTS: dict[str, str] = {
@@ -107,6 +116,8 @@ DEFAULTS: dict[str, str] = {
     "authorizer.class.name": "",
     "super.users": "",
     "allow.everyone.if.no.acl.found": "false",
+    # TLS listeners and SASL (Kafka's defaults; broker/security/config_keys.py)
+    **SECURITY_DEFAULTS,
 }
 
 
@@ -254,6 +265,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "authorizer.class.name": ConfigKey("STRING", _authorizer_class),
     "super.users": ConfigKey("STRING"),
     "allow.everyone.if.no.acl.found": ConfigKey("BOOLEAN"),
+    # TLS and SASL: a PASSWORD is parsed as a STRING and printed [hidden]
+    **{key: ConfigKey("STRING" if spec.type == PASSWORD else spec.type, spec.check)
+       for key, spec in SECURITY_KEYS.items()},
 }
 
 
@@ -275,6 +289,9 @@ def _add_topic_synonyms() -> None:
 def config_key(key: str) -> ConfigKey | None:
     """The type and check of ``key``; None for a key the broker does not know."""
     spec = CONFIG_KEYS.get(key)
+    if spec is None and key.startswith("listener.name."):
+        scoped = scoped_key(key)  # listener.name.<l>.[<mechanism>.]<security key>
+        return CONFIG_KEYS[scoped[0]] if scoped is not None else None
     if spec is None and key not in DEFAULTS:  # every synonym with a default is listed above
         _add_topic_synonyms()
         spec = CONFIG_KEYS.get(key)
@@ -325,7 +342,8 @@ def parse_value(key: str, raw: str) -> object:
         parsed = value
     complaint = spec.check(parsed) if spec.check else None
     if complaint:
-        raise ConfigError(f"Invalid value {raw} for configuration {key}: {complaint}")
+        shown = "[hidden]" if is_password(key) else raw  # Kafka never prints a PASSWORD
+        raise ConfigError(f"Invalid value {shown} for configuration {key}: {complaint}")
     return parsed
 
 
@@ -340,14 +358,16 @@ class Listener(NamedTuple):
 def _parse_one_listener(item: str) -> Listener:
     if "://" not in item:
         raise ConfigError(f"listener {item!r} must look like PLAINTEXT://host:port")
-    name = item.split("://", 1)[0].strip().upper()
+    name, _, address = item.partition("://")
+    name = name.strip().upper()
+    parts = urlsplit("tcp://" + address)  # listener names such as SASL_SSL are no URL scheme
     try:
-        port = urlsplit(item).port
+        port = parts.port
     except ValueError:
         port = None
     if port is None:
         raise ConfigError(f"listener {item!r} has no port")
-    return Listener(name, urlsplit(item).hostname or "0.0.0.0", port)
+    return Listener(name, parts.hostname or "0.0.0.0", port)
 
 
 def parse_listeners(value: str) -> list[Listener]:
@@ -452,10 +472,9 @@ class BrokerConfig(Mapping[str, str]):
             if protocol is None:
                 raise ConfigError(f"No security protocol defined for listener {item.name} "
                                   "(listener.security.protocol.map)")
-            if protocol != "PLAINTEXT":
-                raise ConfigError(f"Invalid value {self._values['listeners']} for configuration "
-                                  f"listeners: kafkette serves PLAINTEXT only, {item.name} "
-                                  f"is {protocol}")
+            problem = listener_problem(self._values, item.name, protocol)
+            if problem is not None:
+                raise ConfigError(problem)
         return sorted(key for key in self._supplied
                       if config_key(key) is None and key not in NO_EFFECT_KEYS
                       and key not in ("log.dir",))
@@ -466,7 +485,8 @@ class BrokerConfig(Mapping[str, str]):
 
     def log_values(self) -> None:
         """Kafka's start-up dump of the effective config, one ``key = value`` a line."""
-        lines = "".join(f"\n\t{key} = {self._values[key]}" for key in sorted(self._values))
+        lines = "".join(f"\n\t{key} = {'[hidden]' if is_password(key) else self._values[key]}"
+                        for key in sorted(self._values))
         log.info("kafkette config values:%s", lines)
 
     def get_int(self, key: str) -> int:

@@ -16,6 +16,7 @@ from .errors import ServiceError
 from .group_configs import GroupConfigService
 from .groups import GroupService
 from .record_service import RecordService
+from .scram_credentials import ScramCredentialService
 from .topic_service import TopicService
 
 if TYPE_CHECKING:
@@ -33,10 +34,12 @@ class Services:
     group_configs: GroupConfigService
     # The ACLs and their authorizer; None without ``authorizer.class.name`` (all allowed).
     acls: AclStore | None = None
+    # SCRAM users (DescribeUserScramCredentials / AlterUserScramCredentials, SASL/SCRAM logins)
+    scram_credentials: ScramCredentialService | None = None
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
+__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ScramCredentialService", "ServiceError", "Services",
            "TopicService"]
