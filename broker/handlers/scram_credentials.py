@@ -13,6 +13,7 @@ from kafkette.protocol.build import item_type
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..services.scram_credentials import Deletion, ScramCredentialService, Upsertion
 
 
@@ -27,6 +28,10 @@ def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) -> Any
     cls = ctx.response_type
     result_cls = item_type(cls, "results")
     info_cls = item_type(result_cls, "credential_infos")
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return cls(throttle_time=timedelta(0),
+                   error_code=ErrorCode.cluster_authorization_failed,
+                   error_message="Cluster authorization failed.", results=())
     users = [u.name for u in req.users] if req.users else None
     results = tuple(
         result_cls(user=r.user, error_code=r.error, error_message=r.message,
@@ -41,6 +46,11 @@ def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) -> Any
 async def handle_alter_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
     cls = ctx.response_type
     result_cls = item_type(cls, "results")
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return cls(throttle_time=timedelta(0), results=tuple(
+            result_cls(user=user, error_code=ErrorCode.cluster_authorization_failed,
+                       error_message="Cluster authorization failed.") for user in users))
     results = await _service(ctx).alter(
         [Deletion(d.name, d.mechanism) for d in req.deletions],
         [Upsertion(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)

@@ -125,6 +125,13 @@ def test_acl_admin_needs_alter_and_describe_on_the_cluster(kafka_broker_factory)
         assert describe(w).error_code == ErrorCode.cluster_authorization_failed
         assert [r.error_code for r in add(w, binding(RT.TOPIC, "t", Op.READ))] == [
             ErrorCode.cluster_authorization_failed]
+        # so do the SCRAM credential APIs (DESCRIBE / ALTER on the cluster)
+        assert w.request(50, 0, users=None).error_code == ErrorCode.cluster_authorization_failed
+        cls = request_type(51, 0)
+        altered = w.request(51, 0, deletions=(entity(cls, "deletions", name="alice",
+                                                     mechanism=1),), upsertions=())
+        assert [(r.user, r.error_code) for r in altered.results] == [
+            ("alice", ErrorCode.cluster_authorization_failed)]
 
 
 def test_create_describe_delete_with_filters(secured):
