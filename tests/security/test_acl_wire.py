@@ -292,3 +292,29 @@ def test_super_users_and_allow_everyone(kafka_broker_factory):
             ErrorCode.topic_authorization_failed
         assert produce(w, "other", 0, build_batch([(b"k", b"v")])).error_code in (
             ErrorCode.none, ErrorCode.unknown_topic_or_partition)
+
+
+def test_describe_and_list_groups(secured):
+    w = secured
+    add(w, binding(RT.GROUP, "mine", Op.READ))
+    resp = w.request(15, 5, groups=("mine", "theirs"), include_authorized_operations=True)
+    by_id = {g.group_id: g for g in resp.groups}
+    assert by_id["mine"].error_code == ErrorCode.none
+    assert by_id["mine"].authorized_operations == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    assert by_id["theirs"].error_code == ErrorCode.group_authorization_failed
+    assert by_id["theirs"].authorized_operations == -2**31
+    # DESCRIBE on the cluster (ADMIN has it) lists every group
+    assert w.request(16, 4, states_filter=()).error_code == ErrorCode.none
+
+
+def test_transactional_id_checks(secured):
+    w = secured
+    found = w.request(FIND_COORDINATOR, 4, key_type=1, coordinator_keys=("tx",))
+    assert found.coordinators[0].error_code == ErrorCode.transactional_id_authorization_failed
+    end = w.request(26, 3, transactional_id="tx", producer_id=1, producer_epoch=0,
+                    committed=True)
+    assert end.error_code == ErrorCode.transactional_id_authorization_failed
+    add(w, binding(RT.TRANSACTIONAL_ID, "tx", Op.WRITE))  # WRITE implies DESCRIBE
+    found = w.request(FIND_COORDINATOR, 4, key_type=1, coordinator_keys=("tx",))
+    assert found.coordinators[0].error_code in (ErrorCode.none,
+                                                ErrorCode.coordinator_not_available)
