@@ -20,7 +20,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .broker_handle import KafkaBroker
 from .certificates import CertificateFiles, TestCA
@@ -70,7 +70,7 @@ class SecureKafkaBroker(KafkaBroker):
     def __new__(cls, runner: ThreadedBroker, protocol: str = "SASL_SSL",
                 mechanisms: tuple[str, ...] = (), users: Mapping[str, str] | None = None,
                 ca: TestCA | None = None) -> SecureKafkaBroker:
-        handle = super().__new__(cls, runner)
+        handle = cast(SecureKafkaBroker, super().__new__(cls, runner))
         handle.protocol = protocol
         handle.mechanisms = tuple(mechanisms)
         handle.users = dict(users or {})
