@@ -148,7 +148,9 @@ class KafkaConnection(asyncio.Protocol):
         stream.set_write_buffer_limits(high=self._max_unsent)
         security = self.broker.security
         if security is not None:  # sets the principal, and the gate of a SASL listener
-            self._gate = security.on_connect(self, stream)
+            self._gate = gate = security.on_connect(self, stream)
+            if gate is not None:  # Kafka reads at most sasl.server.max.receive.size till then
+                self._reader.max_size = min(self._reader.max_size, security.max_receive_size)
         if self._idle_ms > 0:
             self._idle_handle = asyncio.get_running_loop().call_later(
                 self._idle_ms / 1000, self._check_idle
@@ -453,6 +455,7 @@ class KafkaConnection(asyncio.Protocol):
         """Authenticated as ``principal``; ``gate`` stays only if the session expires."""
         self.principal = principal
         self._gate = gate
+        self._reader.max_size = self.broker.config.get_int("socket.request.max.bytes")
 
     def _flush(self) -> None:
         out = self._out

@@ -279,10 +279,9 @@ class TlsAcceptor(asyncio.Protocol):
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # During the handshake the failure also reaches start_tls, which _handshake logs.
         if self._inner is not None:
             self._inner.connection_lost(exc)
-        elif self._task is not None and not self._task.done():
-            self._task.cancel()
 
 
 def tls_factory(context: ssl.SSLContext | None,

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import struct
 import time
+from datetime import timedelta
 from uuid import UUID
 
 import pytest
 
+from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
+from kafkette.protocol.records import build_batch
 from tests.wire import WireClient, entity
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -153,3 +156,22 @@ def test_failed_client_leaves_others_served(broker):
         assert bad.is_closed_by_peer()
         handshake(good)
         assert good.request(36, 2, auth_bytes=plain("alice", "alice-secret")).error_code == 0
+
+
+def test_frames_before_authentication_are_limited_to_sasl_server_max_receive_size(broker):
+    with WireClient(broker.bootstrap) as client:
+        client.send_raw(struct.pack(">i", 524289) + b"\x00" * 64)
+        assert client.is_closed_by_peer()
+    with WireClient(broker.bootstrap) as client:  # after login, socket.request.max.bytes
+        handshake(client)
+        assert client.request(36, 2, auth_bytes=plain("alice", "alice-secret")).error_code == 0
+        batch = build_batch([(None, b"x" * 600_000)], base_timestamp=0)
+        cls = request_type(0, 9)
+        topic_cls = item_type(cls, "topic_data")
+        partition = make(item_type(topic_cls, "partition_data"), index=0, records=batch)
+        answer = client.request(0, 9, make(cls, transactional_id=None, acks=1,
+                                           timeout=timedelta(seconds=10),
+                                           topic_data=(make(topic_cls, name="big",
+                                                            partition_data=(partition,)),)))
+        # the 600 kB frame was read and answered (the topic does not exist: not auto-created)
+        assert answer.responses[0].partition_responses[0].error_code == 3
