@@ -228,8 +228,6 @@ def test_offset_commit_needs_read_on_group_then_topic(secured):
     assert commit(w, "grp", "c") == [ErrorCode.topic_authorization_failed]
     add(w, binding(RT.TOPIC, "c", Op.READ))
     assert commit(w, "grp", "c") == [ErrorCode.none]
-    cls = request_type(FIND_COORDINATOR, 4)
-    del cls
     found = w.request(FIND_COORDINATOR, 4, key_type=0, coordinator_keys=("grp", "other"))
     assert [c.error_code for c in found.coordinators] == [
         ErrorCode.none, ErrorCode.group_authorization_failed]
