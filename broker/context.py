@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkette.protocol.build import field_names
 from kafkette.protocol.codec import response_type
+
+from .security.acl import AclOperation, ResourceType, all_operations
 
 if TYPE_CHECKING:
     from .config import BrokerConfig
@@ -77,8 +79,52 @@ class RequestContext:
         """The kio response dataclass for this request's API version."""
         return response_type(self.api_key, self.api_version)
 
+    # Authorization (broker/security/): with no authorizer configured everything is allowed,
+    # at the cost of one attribute test.
+    @property
+    def authorizing(self) -> bool:
+        """Whether an authorizer decides (``authorizer.class.name`` is set)."""
+        return self.services.acls is not None
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Whether this request's principal, from its address, may do ``operation`` on the
+        resource ``name`` of ``resource_type``."""
+        acls = self.services.acls
+        return acls is None or acls.authorizer.authorize(
+            self.principal, self.client_host[1:], operation, resource_type, name)
+
+    def denied(self, operation: AclOperation, resource_type: ResourceType,
+               names: Iterable[str]) -> frozenset[str]:
+        """Those of ``names`` this request may not do ``operation`` on (none without an
+        authorizer; ``names`` is then not read)."""
+        acls = self.services.acls
+        if acls is None:
+            return _NOTHING
+        decide, principal, host = acls.authorizer.authorize, self.principal, self.client_host[1:]
+        return frozenset(name for name in set(names)
+                         if not decide(principal, host, operation, resource_type, name))
+
+    def authorize_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether this request's principal may do ``operation`` on some resource of the type
+        (Kafka's authorizeByResourceType)."""
+        acls = self.services.acls
+        return acls is None or acls.authorizer.authorize_by_resource_type(
+            self.principal, self.client_host[1:], operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The authorized-operations bit field of the resource for this request's principal:
+        every operation the type supports without an authorizer, as Kafka reports."""
+        acls = self.services.acls
+        if acls is None:
+            return all_operations(resource_type)
+        return acls.authorizer.authorized_operations(self.principal, self.client_host[1:],
+                                                     resource_type, name)
+
     def respond(self, **fields: Any) -> Any:
         """Build this version's response, dropping fields the version does not have."""
         cls = self.response_type
         names = field_names(cls)
         return cls(**{k: v for k, v in fields.items() if k in names})
+
+
+_NOTHING: frozenset[str] = frozenset()

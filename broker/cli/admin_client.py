@@ -21,13 +21,20 @@ API_VERSIONS, METADATA, LIST_OFFSETS = 18, 3, 2
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 CONSUMER_GROUP_DESCRIBE = 69
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 
 # Version ranges this client knows the shape of; the highest one the broker also accepts is used.
 OURS: dict[int, tuple[int, int]] = {
     METADATA: (1, 12), LIST_OFFSETS: (1, 7), OFFSET_COMMIT: (2, 8), OFFSET_FETCH: (1, 7),
     DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 4), DELETE_GROUPS: (0, 2), OFFSET_DELETE: (0, 0),
-    CONSUMER_GROUP_DESCRIBE: (0, 1),
+    CONSUMER_GROUP_DESCRIBE: (0, 1), DESCRIBE_ACLS: (1, 3), CREATE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
 }
+# An ACL on the wire (CreateAcls creation, DescribeAcls / DeleteAcls answer): resource type,
+# name, pattern type, principal, host, operation, permission type (Kafka's codes).
+AclRow = tuple[int, str, int, str, str, int, int]
+# A DescribeAcls / DeleteAcls filter: the same with None names, principals and hosts for any.
+AclFilterRow = tuple[int, str | None, int, str | None, str | None, int, int]
 EARLIEST, LATEST = -2, -1
 
 
@@ -208,3 +215,46 @@ class AdminClient(WireClient):
                          retention_time=-1, topics=topics)
         return {(t.name, int(p.partition_index)): error_name(p.error_code)
                 for t in r.topics for p in t.partitions}
+
+    # ACLs ---------------------------------------------------------------------------------
+    def describe_acls(self, wanted: AclFilterRow) -> list[AclRow]:
+        """DescribeAcls: every ACL the filter matches (AdminError with the broker's message)."""
+        rtype, name, pattern, principal, host, op, permission = wanted
+        _, r = self.call(DESCRIBE_ACLS, resource_type_filter=rtype, resource_name_filter=name,
+                         pattern_type_filter=pattern, principal_filter=principal,
+                         host_filter=host, operation=op, permission_type=permission)
+        if r.error_code != ErrorCode.none:
+            raise AdminError(r.error_message or error_name(r.error_code))
+        return [(int(res.resource_type), res.resource_name, int(res.pattern_type), a.principal,
+                 a.host, int(a.operation), int(a.permission_type))
+                for res in r.resources for a in res.acls]
+
+    def create_acls(self, acls: Sequence[AclRow]) -> None:
+        """CreateAcls; the first refusal is raised (AdminError), as Kafka's all().get()."""
+        version = self.versions.get(CREATE_ACLS, 1)
+        creation = item_type(request_type(CREATE_ACLS, version), "creations")
+        _, r = self.call(CREATE_ACLS, creations=tuple(
+            make(creation, resource_type=rtype, resource_name=name, resource_pattern_type=pattern,
+                 principal=principal, host=host, operation=op, permission_type=permission)
+            for rtype, name, pattern, principal, host, op, permission in acls))
+        for result in r.results:
+            if result.error_code != ErrorCode.none:
+                raise AdminError(result.error_message or error_name(result.error_code))
+
+    def delete_acls(self, filters: Sequence[AclFilterRow]) -> list[list[AclRow]]:
+        """DeleteAcls: the ACLs each filter deleted (AdminError on the first refusal)."""
+        version = self.versions.get(DELETE_ACLS, 1)
+        filter_cls = item_type(request_type(DELETE_ACLS, version), "filters")
+        _, r = self.call(DELETE_ACLS, filters=tuple(
+            make(filter_cls, resource_type_filter=rtype, resource_name_filter=name,
+                 pattern_type_filter=pattern, principal_filter=principal, host_filter=host,
+                 operation=op, permission_type=permission)
+            for rtype, name, pattern, principal, host, op, permission in filters))
+        out = []
+        for result in r.filter_results:
+            if result.error_code != ErrorCode.none:
+                raise AdminError(result.error_message or error_name(result.error_code))
+            out.append([(int(a.resource_type), a.resource_name, int(a.pattern_type), a.principal,
+                         a.host, int(a.operation), int(a.permission_type))
+                        for a in result.matching_acls])
+        return out

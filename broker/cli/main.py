@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     add_serve_arguments(sub.add_parser("serve", help="run the broker"))
+    configs = sub.add_parser("configs", add_help=False,
+                             help="kafka-configs.sh for --entity-type users: SCRAM credentials "
+                                  "(see `kafkette configs --help`)")
+    configs.add_argument("args", nargs=argparse.REMAINDER)
     groups = sub.add_parser("groups", add_help=False,
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
@@ -79,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "--reset-offsets, --delete-offsets (see `kafkette share-groups "
                                 "--help`)")
     share.add_argument("args", nargs=argparse.REMAINDER)
+    acls = sub.add_parser("acls", add_help=False,
+                          help="kafka-acls.sh: --add, --remove, --list ACLs (`kafkette acls --help`)")
+    acls.add_argument("args", nargs=argparse.REMAINDER)
     cluster = sub.add_parser("cluster", add_help=False,
                              help="control a running kafkette over its admin server: faults, "
                                   "nodes, coordinator and leader moves (`kafkette cluster --help`)")
@@ -102,6 +109,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
     serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
                        help="log level (default INFO; DEBUG logs every request)")
+    serve.add_argument("--add-scram", action="append", default=[], metavar="CREDENTIAL",
+                       help="create a SCRAM user at start (repeatable), as kafka-storage.sh "
+                            "format: 'SCRAM-SHA-512=[name=alice,password=alice-secret]'")
     serve.add_argument("--debug", action="store_true",
                        help="show the traceback of a start-up failure")
     serve.add_argument("--admin", metavar="HOST:PORT",
@@ -178,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
         return run_pipeline(argv[1:])
+    if argv[:1] == ["configs"]:  # kafka-configs.sh's flags, parsed by its own module
+        from . import configs_command
+
+        return configs_command.main(argv[1:])
     if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
         from . import groups_command
 
@@ -186,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import share_groups_command
 
         return share_groups_command.main(argv[1:])
+    if argv[:1] == ["acls"]:  # kafka-acls.sh's flags, parsed by its own module
+        from . import acls_command
+
+        return acls_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
         from . import cluster_command
 
@@ -200,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         try:
             overrides = args.override + ([f"admin.listener={args.admin}"] if args.admin else [])
+            if args.add_scram:  # kafka-storage.sh format --add-scram's syntax
+                overrides.append("scram.credentials=" + ";".join(args.add_scram))
             config = BrokerConfig.from_sources(args.config, overrides)
             config.validate()  # fail before the event loop starts
             admin_address(config)

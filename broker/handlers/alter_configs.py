@@ -17,7 +17,9 @@ from kafkette.storage.topic_config import LIST, TOPIC_CONFIGS
 from ..config import config_key
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation
 from ..services import ServiceError
+from ._config_access import config_refusal
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -100,7 +102,11 @@ async def _alter(ctx: RequestContext, req: Any,
     for res in req.resources:
         code, message = ErrorCode.none, None
         changes = res.configs
+        refused = config_refusal(ctx, AclOperation.ALTER_CONFIGS, res.resource_type,
+                                 res.resource_name)
         try:
+            if refused is not None:
+                raise ServiceError(refused[0])
             if res.resource_type == TOPIC:
                 await topics.alter_configs(
                     res.resource_name, lambda current: topic_configs(current, changes),  # noqa: B023

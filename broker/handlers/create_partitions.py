@@ -11,6 +11,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation, ResourceType
 from ..services import ServiceError
 
 
@@ -18,16 +19,26 @@ from ..services import ServiceError
 async def handle_create_partitions(ctx: RequestContext, req: Any):
     cls = ctx.response_type
     result_cls = item_type(cls, "results")
-    try:
-        ctx.services.topics.check_added_partition_total([(t.name, t.count) for t in req.topics])
+    denied = ctx.denied(AclOperation.ALTER, ResourceType.TOPIC, (t.name for t in req.topics))
+    try:  # the per-request partition limit counts the topics the principal may alter
+        ctx.services.topics.check_added_partition_total(
+            [(t.name, t.count) for t in req.topics if t.name not in denied])
     except ServiceError as exc:
         return make(cls, throttle_time=timedelta(0), results=tuple(
             make(result_cls, name=t.name, error_code=exc.code, error_message=exc.message)
+            if t.name not in denied else
+            make(result_cls, name=t.name, error_code=ErrorCode.topic_authorization_failed,
+                 error_message=None)
             for t in req.topics))
     results = []
     for t in req.topics:
         code, message = ErrorCode.none, None
         assignments = None if t.assignments is None else [a.broker_ids for a in t.assignments]
+        if t.name in denied:  # ALTER on the topic
+            results.append(make(result_cls, name=t.name,
+                                error_code=ErrorCode.topic_authorization_failed,
+                                error_message=None))
+            continue
         try:
             await ctx.services.topics.add_partitions(t.name, t.count, assignments,
                                                      validate_only=req.validate_only)

@@ -11,8 +11,10 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation
 from ..services import ServiceError
 from ..services.config_entries import DEFAULT_CONFIG, broker_config_entries
+from ._config_access import config_refusal
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
@@ -29,7 +31,11 @@ def handle_describe_configs(ctx: RequestContext, req: Any):
     for res in req.resources:
         keys = set(res.configuration_keys) if res.configuration_keys is not None else None
         error, message, entries = ErrorCode.none, None, []
-        if res.resource_type == TOPIC:
+        refused = config_refusal(ctx, AclOperation.DESCRIBE_CONFIGS, res.resource_type,
+                                 res.resource_name)
+        if refused is not None:
+            error, message = refused
+        elif res.resource_type == TOPIC:
             try:
                 entries = topics.config_entries(res.resource_name, keys)
             except ServiceError as exc:
@@ -56,7 +62,7 @@ def handle_describe_configs(ctx: RequestContext, req: Any):
                 f"Unsupported resource type {res.resource_type}"
         configs = tuple(
             make(entry_cls, name=e["name"], value=e["value"], read_only=e["read_only"],
-                 config_source=e["source"], is_sensitive=False, is_default=e["source"] == DEFAULT_CONFIG,
+                 config_source=e["source"], is_sensitive=e.get("sensitive", False), is_default=e["source"] == DEFAULT_CONFIG,
                  synonyms=tuple(make(syn_cls, name=n, value=v, source=s) for n, v, s in e["synonyms"])
                  if req.include_synonyms else (),
                  config_type=e["type"], documentation=None)

@@ -18,6 +18,7 @@ from kafkette.storage.log_read import LogSlice
 from ..context import RequestContext
 from ..responses import SplicedResponse
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..services.record_service import FetchSession, PartitionRead
 
 _I16 = struct.Struct(">h")
@@ -115,7 +116,9 @@ def handle_fetch(ctx: RequestContext, req: Any):
     else:
         keys = [t.topic for t in req.topics]
         wanted = [(t.topic, None, t.partitions) for t in req.topics]
-    session = ctx.services.records.fetch(wanted)
+    # ctx.authorizing, inlined: the hot path
+    session = ctx.services.records.fetch(
+        wanted, None if ctx.services.acls is None else _readable(ctx, req))
     read_committed = getattr(req, "isolation_level", 0) == 1
     max_bytes = min(req.max_bytes, ctx.services.records.fetch_max_bytes)
 
@@ -129,6 +132,18 @@ def handle_fetch(ctx: RequestContext, req: Any):
         session.sent()
         return response
     return _long_poll(session, answer, max_wait, req.min_bytes)
+
+
+def _readable(ctx: RequestContext, req: Any) -> Any:
+    """Which topics this Fetch may read: a consumer needs READ on each; a follower (replica id
+    >= 0) CLUSTER_ACTION on the cluster, for all of them."""
+    replica_id = getattr(req, "replica_id", -1)
+    if getattr(req, "replica_state", None) is not None:
+        replica_id = req.replica_state.replica_id if replica_id < 0 else replica_id
+    if replica_id >= 0:
+        allowed = ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        return lambda _name: allowed
+    return lambda name: ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
 
 
 async def _long_poll(session: FetchSession, answer: Any, max_wait: float,

@@ -10,6 +10,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ._groups_common import ZERO, coordinator
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -19,8 +20,17 @@ SHARE_STATE_TOPIC = "__share_group_state"
 
 
 def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, int, str, int]:
+    # DESCRIBE on the group or transactional id the coordinator is asked for; a share
+    # coordinator (brokers' own inter-broker use) needs CLUSTER_ACTION on the cluster
     if key_type == SHARE:
+        if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+            return int(ErrorCode.cluster_authorization_failed), -1, "", -1
         return _find_share(ctx, key)
+    if key_type == TRANSACTION:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return int(ErrorCode.transactional_id_authorization_failed), -1, "", -1
+    elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return int(ErrorCode.group_authorization_failed), -1, "", -1
     if key_type != TRANSACTION:
         return coordinator(ctx).find_coordinator(key, key_type)
     txn = ctx.services.groups.transaction_coordinator()

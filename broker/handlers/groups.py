@@ -13,13 +13,17 @@ from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType, all_operations
 from ._groups_common import ZERO, coordinator, ms, respond_with
 from .share_offsets import share_offsets
 
 # READ | DELETE | DESCRIBE | DESCRIBE_CONFIGS | ALTER_CONFIGS (AclOperation codes 3, 6, 8, 10, 11):
 # every operation a group supports in Kafka 4.0, what a broker without an authorizer allows.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+GROUP_AUTHORIZED_OPERATIONS = all_operations(ResourceType.GROUP)
 AUTH_OPS_OMITTED = -(2**31)
+GROUP = ResourceType.GROUP
+READ, DESCRIBE = AclOperation.READ, AclOperation.DESCRIBE
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
 
 
 # JoinGroup ---------------------------------------------------------------------------------------
@@ -44,6 +48,8 @@ def _join_response(ctx: RequestContext, res: JoinResult):
 
 @api(11, 0, 9)
 def handle_join_group(ctx: RequestContext, req):
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return _join_response(ctx, JoinResult(GROUP_AUTHORIZATION_FAILED, member_id=req.member_id))
     v = ctx.api_version
     session = ms(req.session_timeout)
     request = JoinRequest(
@@ -70,6 +76,8 @@ def _sync_response(ctx: RequestContext, res: SyncResult):
 
 @api(14, 0, 5)
 def handle_sync_group(ctx: RequestContext, req):
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return _sync_response(ctx, SyncResult(GROUP_AUTHORIZATION_FAILED))
     if ctx.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return _sync_response(ctx, SyncResult(INCONSISTENT_GROUP_PROTOCOL))
     request = SyncRequest(
@@ -89,6 +97,9 @@ def handle_sync_group(ctx: RequestContext, req):
 @api(12, 0, 4)
 def handle_heartbeat(ctx: RequestContext, req):
     version = ctx.api_version
+    # READ on the group; ctx.authorizing inlined: the hottest request
+    if ctx.services.acls is not None and not ctx.authorize(READ, GROUP, req.group_id):
+        return _heartbeat_response(version, GROUP_AUTHORIZATION_FAILED)
     coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hottest request
     if coord is None:
         coord = coordinator(ctx)
@@ -121,6 +132,8 @@ def _heartbeat_response(version: int, error: int):
 
 @api(13, 0, 5)
 def handle_leave_group(ctx: RequestContext, req):
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return _leave_response(ctx, GROUP_AUTHORIZATION_FAILED, [])
     if ctx.api_version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in req.members]
     else:
@@ -148,17 +161,30 @@ async def handle_describe_groups(ctx: RequestContext, req):
     group_cls = item_type(ctx.response_type, "groups")
     member_cls = item_type(group_cls, "members")
     include_ops = getattr(req, "include_authorized_operations", False)
-    ops = GROUP_AUTHORIZED_OPERATIONS if include_ops else AUTH_OPS_OMITTED
-    described = await coordinator(ctx).describe_groups(list(req.groups), ctx.api_version)
+    # Kafka describes the groups it may, then lists the others GROUP_AUTHORIZATION_FAILED.
+    denied = ctx.denied(DESCRIBE, GROUP, req.groups)
+    described = await coordinator(ctx).describe_groups(
+        [g for g in req.groups if g not in denied], ctx.api_version)
+
+    def operations(group_id: str, error: int) -> int:
+        if not include_ops or error != NONE:
+            return AUTH_OPS_OMITTED
+        return ctx.authorized_operations(GROUP, group_id)
+
     return ctx.respond(throttle_time=ZERO, groups=tuple(
         make(group_cls, error_code=ErrorCode(d.error), error_message=d.error_message,
              group_id=d.group_id, group_state=d.state, protocol_type=d.protocol_type,
-             protocol_data=d.protocol_data, authorized_operations=ops, members=tuple(
+             protocol_data=d.protocol_data, authorized_operations=operations(d.group_id, d.error),
+             members=tuple(
                  make(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
                       client_id=m.client_id, client_host=m.client_host, member_metadata=meta,
                       member_assignment=m.assignment)
                  for m, meta in d.members))
-        for d in described))
+        for d in described) + tuple(
+        make(group_cls, error_code=ErrorCode.group_authorization_failed, error_message=None,
+             group_id=g, group_state="", protocol_type="", protocol_data="",
+             authorized_operations=AUTH_OPS_OMITTED, members=())
+        for g in req.groups if g in denied))
 
 
 # ListGroups --------------------------------------------------------------------------------------
@@ -169,9 +195,12 @@ async def handle_list_groups(ctx: RequestContext, req):
     types = {t.lower() for t in getattr(req, "types_filter", ())}  # GroupType.parse: no trim
     listed_cls = item_type(ctx.response_type, "groups")
     error, rows = await coordinator(ctx).list_groups(states, types)
+    # DESCRIBE on the cluster lists every group, else those it may DESCRIBE
+    hidden = frozenset() if ctx.authorize(DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) \
+        else ctx.denied(DESCRIBE, GROUP, (row[0] for row in rows))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error), groups=tuple(
         make(listed_cls, group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
-        for gid, ptype, state, gtype in rows))
+        for gid, ptype, state, gtype in rows if gid not in hidden))
 
 
 # DeleteGroups ------------------------------------------------------------------------------------
@@ -179,12 +208,15 @@ async def handle_list_groups(ctx: RequestContext, req):
 @api(42, 0, 2)
 async def handle_delete_groups(ctx: RequestContext, req):
     result_cls = item_type(ctx.response_type, "results")
+    denied = ctx.denied(AclOperation.DELETE, GROUP, req.groups_names)
+    errors: dict[str, int] = {gid: GROUP_AUTHORIZATION_FAILED for gid in denied}
     offsets = share_offsets(ctx)  # an Empty share group's state goes first
     failed = {gid: code for gid in dict.fromkeys(req.groups_names)
-              if (code := await offsets.delete_group_state(gid))}
-    errors = await coordinator(ctx).delete_groups(
-        [gid for gid in req.groups_names if gid not in failed])
+              if gid not in denied and (code := await offsets.delete_group_state(gid))}
     errors.update(failed)
+    allowed = [gid for gid in req.groups_names if gid not in denied and gid not in failed]
+    if allowed or not errors:
+        errors.update(await coordinator(ctx).delete_groups(allowed))
     return ctx.respond(throttle_time=ZERO, results=tuple(
         make(result_cls, group_id=gid, error_code=ErrorCode(errors[gid]))
         for gid in req.groups_names))

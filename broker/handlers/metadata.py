@@ -11,18 +11,16 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType, all_operations
 from ..services import ServiceError
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTH_OPS_OMITTED = -(2**31)
 # Without an authorizer Kafka allows, and reports, every operation a resource type supports
-# (AclEntry.supportedOperations as a bit field of AclOperation codes).
-# Topic: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11.
-TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))  # 0xDF8
-# Cluster: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # 0x1FA0
+# (AclEntry.supportedOperations as a bit field of AclOperation codes): 3576 and 8096.
+TOPIC_AUTHORIZED_OPERATIONS = all_operations(ResourceType.TOPIC)
+CLUSTER_AUTHORIZED_OPERATIONS = all_operations(ResourceType.CLUSTER)
+_TOPIC, _DESCRIBE, _CREATE = ResourceType.TOPIC, AclOperation.DESCRIBE, AclOperation.CREATE
 
 
 @api(3, 0, 13)
@@ -33,9 +31,9 @@ async def handle_metadata(ctx: RequestContext, req):
     topic_cls = item_type(cls, "topics")
     part_cls = item_type(topic_cls, "partitions")
     node = cluster.node_id
-    # Kafka sets it on every topic of the answer, unknown ones included.
-    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS
-                 if getattr(req, "include_topic_authorized_operations", False) else AUTH_OPS_OMITTED)
+    # Kafka sets it on every topic of the answer it may describe, unknown ones included.
+    include_ops = getattr(req, "include_topic_authorized_operations", False)
+    authorizing = ctx.authorizing
 
     if cluster.nodes is None:
         def partition_entry(topic: str, p: int) -> object:
@@ -56,9 +54,18 @@ async def handle_metadata(ctx: RequestContext, req):
         if info is not None:
             topic_id = info.topic_id
             partitions = tuple(partition_entry(info.name, p) for p in range(info.partitions))
+        ops = AUTH_OPS_OMITTED
+        if include_ops and error != ErrorCode.topic_authorization_failed:
+            ops = ctx.authorized_operations(_TOPIC, name) if authorizing and name is not None \
+                else TOPIC_AUTHORIZED_OPERATIONS
         return make(topic_cls, error_code=error, name=name, topic_id=topic_id,
                     is_internal=bool(info and info.internal), partitions=partitions,
-                    topic_authorized_operations=topic_ops)
+                    topic_authorized_operations=ops)
+
+    def may_create(name: str) -> bool:
+        """Auto-creating a topic needs CREATE on the cluster or on the topic."""
+        return ctx.authorize(_CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or \
+            ctx.authorize(_CREATE, _TOPIC, name)
 
     requested = req.topics
     if ctx.api_version == 0 and not requested:
@@ -67,8 +74,12 @@ async def handle_metadata(ctx: RequestContext, req):
             t.name is None or getattr(t, "topic_id", None) not in (None, ZERO_UUID)
             for t in requested):
         return _invalid_request(ctx, requested)
-    if requested is None:
-        topics = tuple(topic_entry(ErrorCode.none, t.name, t) for t in topics_service.all())
+    denied_ops = ErrorCode.topic_authorization_failed
+    if requested is None:  # every topic it may describe, the others left out silently
+        listed = topics_service.all()
+        hidden = ctx.denied(_DESCRIBE, _TOPIC, (t.name for t in listed))
+        topics = tuple(topic_entry(ErrorCode.none, t.name, t) for t in listed
+                       if t.name not in hidden)
     else:
         auto_create = getattr(req, "allow_auto_topic_creation", True)
         entries = []
@@ -80,8 +91,16 @@ async def handle_metadata(ctx: RequestContext, req):
                 if info is None:
                     entries.append(topic_entry(ErrorCode.unknown_topic_id, None,
                                                topic_id=tid or ZERO_UUID))
+                elif not ctx.authorize(_DESCRIBE, _TOPIC, info.name):
+                    entries.append(topic_entry(denied_ops, None, topic_id=info.topic_id))
                 else:
                     entries.append(topic_entry(ErrorCode.none, info.name, info))
+                continue
+            if authorizing and (not ctx.authorize(_DESCRIBE, _TOPIC, name) or (
+                    auto_create and topics_service.get(name) is None
+                    and ctx.config.get_bool("auto.create.topics.enable")
+                    and not may_create(name))):
+                entries.append(topic_entry(denied_ops, name))
                 continue
             try:
                 info = await topics_service.lookup(name, auto_create=auto_create)
@@ -100,10 +119,19 @@ async def handle_metadata(ctx: RequestContext, req):
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller(),
         topics=topics,
-        cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+        cluster_authorized_operations=_cluster_operations(ctx)
         if getattr(req, "include_cluster_authorized_operations", False) else AUTH_OPS_OMITTED,
         error_code=ErrorCode.none,
     )
+
+
+def _cluster_operations(ctx: RequestContext) -> int:
+    """What the principal may do on the cluster; 0 without DESCRIBE on it (Kafka's rule)."""
+    if not ctx.authorizing:
+        return CLUSTER_AUTHORIZED_OPERATIONS
+    if not ctx.authorize(_DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _invalid_request(ctx: RequestContext, requested) -> object:

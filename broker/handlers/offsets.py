@@ -3,6 +3,7 @@ Decode, call the coordinator service, encode."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import lru_cache, partial
 from typing import Any
 
@@ -15,7 +16,13 @@ from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..routes import api, repeats
+from ..security.acl import AclOperation, ResourceType
 from ._groups_common import ZERO, coordinator, ms
+
+READ, DESCRIBE = AclOperation.READ, AclOperation.DESCRIBE
+GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
+TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.topic_authorization_failed)
 
 # OffsetCommit ------------------------------------------------------------------------------------
 
@@ -27,7 +34,7 @@ class _CommitPlan:
     it commits them. A consumer's next commit of the same partitions runs on the same plan with
     its own offsets (``_commit_repeat``, broker/request_memo.py)."""
 
-    __slots__ = ("request", "partitions", "build")
+    __slots__ = ("request", "partitions", "build", "topics")
 
     def __init__(self, version: int, req: Any) -> None:
         self.request = OffsetCommitRequest(
@@ -47,6 +54,7 @@ class _CommitPlan:
                                    p.committed_metadata))
             layout_items.append((name, tuple(indexes)))
         self.partitions = partitions
+        self.topics = tuple(name for name, _ in layout_items)
         # The codes become the response as the op runs; a durable write returns the runtime's
         # future of it, which the connection pipelines (broker/connection.py).
         self.build = partial(_built_commit_response, version, tuple(layout_items))
@@ -59,7 +67,28 @@ class _CommitPlan:
         coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
         if coord is None:
             coord = coordinator(ctx)
+        if ctx.services.acls is not None:  # ctx.authorizing, inlined: the hot path
+            return self._authorized(ctx, coord, partitions)
         return coord.commit_offsets(self.request, partitions, self.build)
+
+    def _authorized(self, ctx: RequestContext, coord: Any, partitions: list[Any]) -> Any:
+        """Kafka's checks: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED),
+        then READ on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions, the others are
+        committed)."""
+        if not ctx.authorize(READ, GROUP, self.request.group_id):
+            return self.build([GROUP_AUTHORIZATION_FAILED] * len(partitions))
+        denied = ctx.denied(READ, TOPIC, self.topics)
+        if not denied:
+            return coord.commit_offsets(self.request, partitions, self.build)
+        refused = [TOPIC_AUTHORIZATION_FAILED if p.topic in denied else -1 for p in partitions]
+        allowed = [p for p in partitions if p.topic not in denied]
+        if not allowed:
+            return self.build(refused)
+
+        def build(codes: list[int]) -> Any:
+            answered = iter(codes)
+            return self.build([next(answered) if c < 0 else c for c in refused])
+        return coord.commit_offsets(self.request, allowed, build)
 
 
 def _committed_offsets(req: Any) -> list[int]:
@@ -113,6 +142,32 @@ def _wanted(topics) -> list[tuple[str, list[int]]] | None:
     return None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
 
 
+Wanted = list[tuple[str, list[int]]] | None
+
+
+async def _authorized_fetch(ctx: RequestContext, group_id: str, wanted: Wanted,
+                            fetch: Callable[[Wanted], Awaitable[tuple[int, list]]]
+                            ) -> tuple[int, list]:
+    """``fetch(wanted)`` as Kafka authorizes OffsetFetch: DESCRIBE on the group (else
+    GROUP_AUTHORIZATION_FAILED), then DESCRIBE on each topic: named ones it may not describe
+    are answered TOPIC_AUTHORIZATION_FAILED, and left out of an all-topics answer."""
+    if not ctx.authorizing:
+        return await fetch(wanted)
+    if not ctx.authorize(DESCRIBE, GROUP, group_id):
+        return GROUP_AUTHORIZATION_FAILED, [(name, [(p, -1, -1, "", GROUP_AUTHORIZATION_FAILED)
+                                                    for p in parts])
+                                            for name, parts in wanted or ()]
+    if wanted is None:
+        error, rows = await fetch(None)
+        hidden = ctx.denied(DESCRIBE, TOPIC, (name for name, _ in rows))
+        return error, [row for row in rows if row[0] not in hidden]
+    denied = ctx.denied(DESCRIBE, TOPIC, (name for name, _ in wanted))
+    error, rows = await fetch([w for w in wanted if w[0] not in denied])
+    return error, list(rows) + [(name, [(p, -1, -1, "", TOPIC_AUTHORIZATION_FAILED)
+                                        for p in parts])
+                                for name, parts in wanted if name in denied]
+
+
 @api(9, 1, 9)
 async def handle_offset_fetch(ctx: RequestContext, req):
     v = ctx.api_version
@@ -124,17 +179,20 @@ async def handle_offset_fetch(ctx: RequestContext, req):
         for g in req.groups:
             member_id, member_epoch = getattr(g, "member_id", None), getattr(g, "member_epoch", -1)
             if member_id is not None or member_epoch >= 0:  # v9, KIP-848 members
-                error, rows = await coord.fetch_offsets_as_member(
-                    g.group_id, member_id, member_epoch, _wanted(g.topics), req.require_stable)
+                fetch = partial(coord.fetch_offsets_as_member, g.group_id, member_id,
+                                member_epoch, require_stable=req.require_stable)
             else:
-                error, rows = await coord.fetch_offsets(g.group_id, _wanted(g.topics),
-                                                        req.require_stable)
+                fetch = partial(coord.fetch_offsets, g.group_id,
+                                require_stable=req.require_stable)
+            error, rows = await _authorized_fetch(ctx, g.group_id, _wanted(g.topics), fetch)
             out.append(make(group_cls, group_id=g.group_id, error_code=ErrorCode(error),
                             topics=_topics(group_cls, rows if error == NONE else [])))
         return ctx.respond(throttle_time=ZERO, groups=tuple(out))
     topics = req.topics if v >= 2 else (req.topics or ())
-    error, rows = await coord.fetch_offsets(req.group_id, _wanted(topics),
-                                            getattr(req, "require_stable", False))
+    error, rows = await _authorized_fetch(
+        ctx, req.group_id, _wanted(topics), partial(
+            coord.fetch_offsets, req.group_id,
+            require_stable=getattr(req, "require_stable", False)))
     if v < 2:
         return ctx.respond(topics=_topics(cls, rows, copy_error=error if error else None))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error),
@@ -147,8 +205,17 @@ async def handle_offset_fetch(ctx: RequestContext, req):
 async def handle_offset_delete(ctx: RequestContext, req):
     topic_cls = item_type(ctx.response_type, "topics")
     part_cls = item_type(topic_cls, "partitions")
+    # DELETE on the group, then READ on each topic (Kafka's checks)
+    if not ctx.authorize(AclOperation.DELETE, GROUP, req.group_id):
+        return ctx.respond(error_code=ErrorCode.group_authorization_failed, throttle_time=ZERO,
+                           topics=())
+    denied = ctx.denied(READ, TOPIC, (t.name for t in req.topics))
     top, per = await coordinator(ctx).delete_offsets(
-        req.group_id, [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics])
+        req.group_id, [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics
+                       if t.name not in denied])
+    if denied:
+        per = {**per, **{(t.name, p.partition_index): TOPIC_AUTHORIZATION_FAILED
+                         for t in req.topics if t.name in denied for p in t.partitions}}
     return ctx.respond(error_code=ErrorCode(top), throttle_time=ZERO, topics=tuple(
         make(topic_cls, name=t.name, partitions=tuple(
             make(part_cls, partition_index=p.partition_index,

@@ -26,6 +26,7 @@ from kafkette.storage.rate_limited_log import RateLimitedLog
 from ..context import RequestContext
 from ..responses import CLOSE_CONNECTION, NO_RESPONSE
 from ..routes import api
+from ..security.acl import AclOperation, ResourceType
 from ..services.errors import ServiceError, service_error
 
 log = logging.getLogger("kafkette.produce")
@@ -43,23 +44,51 @@ _RETRY_ADD = frozenset({CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, NOT_
 
 @api(0, 0, 12, min_accepted=3)
 def handle_produce(ctx: RequestContext, req: Any):
+    # ctx.authorizing, inlined: the hot path
+    refused = _unauthorized(ctx, req) if ctx.services.acls is not None else None
     if req.transactional_id is not None and ctx.api_version >= 12 and \
             ctx.config.get_int("transaction.version") >= 2:
         # Transaction version 2 (KIP-890): a partition not yet in the transaction is added by
         # the broker (AddPartitionsToTxn on the client's behalf) before the batch is appended.
         txn = ctx.services.groups.transaction_coordinator()
-        missing = _not_added(txn, req) if txn is not None else None
+        missing = _not_added(txn, req, refused) if txn is not None else None
         if missing:
-            return _add_then_produce(ctx, req, txn, *missing)
-    return _produce(ctx, req, None)
+            return _add_then_produce(ctx, req, txn, *missing, refused)
+    return _produce(ctx, req, refused)
 
 
-def _not_added(txn: Any, req: Any) -> tuple[int, int, dict[str, set[int]]] | None:
+def _is_transactional(records: Any) -> bool:
+    """Whether a partition's records are a transactional v2 batch (attributes bit 4)."""
+    return bool(records) and len(records) >= 61 and bool(records[22] & 0x10)
+
+
+def _unauthorized(ctx: RequestContext, req: Any) -> dict[tuple[str, int], ServiceError] | None:
+    """The partitions refused by the authorizer, as Kafka checks Produce: transactional records
+    need WRITE on the transactional id (else every partition is refused), then each topic WRITE.
+    """
+    topics = req.topic_data
+    if any(_is_transactional(p.records) for t in topics for p in t.partition_data) and (
+            req.transactional_id is None or not ctx.authorize(
+                AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)):
+        denied_txn = ServiceError(ErrorCode.transactional_id_authorization_failed)
+        return {(t.name, p.index): denied_txn for t in topics for p in t.partition_data}
+    denied = ctx.denied(AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics))
+    if not denied:
+        return None
+    denied_topic = ServiceError(ErrorCode.topic_authorization_failed)
+    return {(t.name, p.index): denied_topic for t in topics if t.name in denied
+            for p in t.partition_data}
+
+
+def _not_added(txn: Any, req: Any, refused: dict[tuple[str, int], ServiceError] | None
+               ) -> tuple[int, int, dict[str, set[int]]] | None:
     verify = txn.verifier(req.transactional_id)
     found: dict[str, set[int]] = {}
     pid = epoch = -1
     for tdata in req.topic_data:
         for pdata in tdata.partition_data:
+            if refused and (tdata.name, pdata.index) in refused:
+                continue
             raw = pdata.records
             if not raw or len(raw) < 61 or not raw[22] & 0x10:
                 continue
@@ -70,15 +99,16 @@ def _not_added(txn: Any, req: Any) -> tuple[int, int, dict[str, set[int]]] | Non
 
 
 async def _add_then_produce(ctx: RequestContext, req: Any, txn: Any, pid: int, epoch: int,
-                            partitions: dict[str, set[int]]) -> Any:
+                            partitions: dict[str, set[int]],
+                            refused: dict[tuple[str, int], ServiceError] | None) -> Any:
     code = await txn.add_partitions(req.transactional_id, pid, epoch, partitions, tv=2)
-    rejected: dict[tuple[str, int], ServiceError] = {}
+    rejected: dict[tuple[str, int], ServiceError] = dict(refused or {})
     if code:
         code = ErrorCode.not_enough_replicas.value if code in _RETRY_ADD else \
             fenced_for(code, 0, 1)  # Produce has no PRODUCER_FENCED
-        rejected = {(t, p): ServiceError(ErrorCode(code), "the partition could not be added to "
-                                         "the transaction") for t, ps in partitions.items()
-                    for p in ps}
+        rejected.update({(t, p): ServiceError(ErrorCode(code), "the partition could not be added "
+                                              "to the transaction") for t, ps in partitions.items()
+                         for p in ps})
     answer = _produce(ctx, req, rejected)
     return await answer if asyncio.iscoroutine(answer) else answer
 

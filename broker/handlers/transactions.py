@@ -30,7 +30,15 @@ from kafkette.protocol.transaction_records import STATE_NAMES
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ._groups_common import ZERO, coordinator
+
+WRITE, READ, DESCRIBE = AclOperation.WRITE, AclOperation.READ, AclOperation.DESCRIBE
+TRANSACTIONAL_ID, GROUP, TOPIC = (ResourceType.TRANSACTIONAL_ID, ResourceType.GROUP,
+                                  ResourceType.TOPIC)
+TXN_ID_AUTHORIZATION_FAILED = int(ErrorCode.transactional_id_authorization_failed)
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
+TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.topic_authorization_failed)
 
 
 def transactions(ctx: RequestContext) -> Any:
@@ -52,10 +60,22 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any):
     if v >= 4:
         return await _add_partitions_batched(ctx, req)
     wanted = {t.name: set(t.partitions) for t in req.v3_and_below_topics}
+    # WRITE on the transactional id (else every partition refused), then on each topic:
+    # partitions of a refused topic TOPIC_AUTHORIZATION_FAILED, the others not attempted
+    refused: dict[tuple[str, int], int] = {}
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
+        refused = {(name, p): TXN_ID_AUTHORIZATION_FAILED for name, parts in wanted.items()
+                   for p in parts}
+    else:
+        denied = ctx.denied(WRITE, TOPIC, wanted)
+        refused = {(name, p): TOPIC_AUTHORIZATION_FAILED for name in denied
+                   for p in wanted[name]}
     missing = {(name, p) for name, parts in wanted.items() for p in parts
-               if not ctx.services.records.has_partition(name, p)}
+               if (name, p) not in refused and not ctx.services.records.has_partition(name, p)}
     coord = transactions(ctx)
-    if coord is None:
+    if refused:
+        error = OPERATION_NOT_ATTEMPTED
+    elif coord is None:
         error = COORDINATOR_NOT_AVAILABLE
     elif missing:
         error = OPERATION_NOT_ATTEMPTED
@@ -69,13 +89,18 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any):
     return ctx.respond(throttle_time=ZERO, results_by_topic_v3_and_below=tuple(
         make(topic_cls, name=t.name, results_by_partition=tuple(
             make(part_cls, partition_index=p, partition_error_code=ErrorCode(
-                UNKNOWN_TOPIC_OR_PARTITION if (t.name, p) in missing else error))
+                UNKNOWN_TOPIC_OR_PARTITION if (t.name, p) in missing
+                else refused.get((t.name, p), error)))
             for p in t.partitions))
         for t in req.v3_and_below_topics))
 
 
 @api(25, 0, 4)
 async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any):
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(TXN_ID_AUTHORIZATION_FAILED))
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(GROUP_AUTHORIZATION_FAILED))
     partition = coordinator(ctx).partition_for(req.group_id)
     return await _answer(ctx, lambda coord: coord.add_partitions(
         req.transactional_id, req.producer_id, req.producer_epoch,
@@ -88,6 +113,10 @@ async def _add_partitions_batched(ctx: RequestContext, req: Any) -> Any:
     transaction version 2 (Kafka's handleVerifyPartitionsInTransaction /
     handleAddPartitionsToTransaction)."""
     coord = transactions(ctx)
+    if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        # the brokers' form of the API: only a broker may send it
+        return ctx.respond(throttle_time=ZERO, error_code=ErrorCode.cluster_authorization_failed,
+                           results_by_transaction=())
     result_cls = item_type(ctx.response_type, "results_by_transaction")
     topic_cls = item_type(result_cls, "topic_results")
     part_cls = item_type(topic_cls, "results_by_partition")
@@ -119,7 +148,9 @@ async def handle_end_txn(ctx: RequestContext, req: Any):
     """EndTxn; v5+ (transaction version 2) answers the producer id and bumped epoch to use for
     the next transaction."""
     coord = transactions(ctx)
-    if coord is None:
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        error, pid, epoch = TXN_ID_AUTHORIZATION_FAILED, -1, -1
+    elif coord is None:
         error, pid, epoch = COORDINATOR_NOT_AVAILABLE, -1, -1
     else:
         error, pid, epoch = await coord.end_txn(
@@ -144,6 +175,15 @@ async def _answer(ctx: RequestContext, call: Callable[[Any], Awaitable[int]]) ->
 @api(28, 0, 5)
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any):
     v = ctx.api_version
+    # WRITE on the transactional id, READ on the group (each refuses every partition), then
+    # READ on each topic (its partitions refused, the others committed)
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        return _txn_offset_commit_response(ctx, req, iter(lambda: TXN_ID_AUTHORIZATION_FAILED,
+                                                          None))
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return _txn_offset_commit_response(ctx, req, iter(lambda: GROUP_AUTHORIZATION_FAILED,
+                                                          None))
+    denied = ctx.denied(READ, TOPIC, (t.name for t in req.topics))
     if client_tv(ctx, 5) >= 2:
         # transaction version 2: the broker adds the group's offsets partition to the
         # transaction (the client sends no AddOffsetsToTxn)
@@ -155,11 +195,14 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any):
             return _txn_offset_commit_response(ctx, req, iter(lambda: error, None))
     partitions = [CommitPartition(t.name, p.partition_index, p.committed_offset,
                                   getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-                  for t in req.topics for p in t.partitions]
+                  for t in req.topics if t.name not in denied for p in t.partitions]
     codes = await coordinator(ctx).txn_commit_offsets(
         req.group_id, req.producer_id, req.producer_epoch, getattr(req, "generation_id", -1),
         getattr(req, "member_id", ""), getattr(req, "group_instance_id", None), partitions)
-    return _txn_offset_commit_response(ctx, req, iter(fenced_for(c, v, 3) for c in codes))
+    answered = iter(fenced_for(c, v, 3) for c in codes)
+    return _txn_offset_commit_response(ctx, req, iter(
+        TOPIC_AUTHORIZATION_FAILED if t.name in denied else next(answered)
+        for t in req.topics for _p in t.partitions))
 
 
 def _txn_offset_commit_response(ctx: RequestContext, req: Any, answers: Any) -> Any:
@@ -181,21 +224,27 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any):
     topic_cls = item_type(state_cls, "topics")
     out = []
     for tid in req.transactional_ids:
-        error, md = (COORDINATOR_NOT_AVAILABLE, None) if coord is None \
-            else await coord.describe(tid)
+        if not ctx.authorize(DESCRIBE, TRANSACTIONAL_ID, tid):
+            error, md = TXN_ID_AUTHORIZATION_FAILED, None
+        else:
+            error, md = (COORDINATOR_NOT_AVAILABLE, None) if coord is None \
+                else await coord.describe(tid)
         if md is None:
             out.append(make(state_cls, error_code=ErrorCode(error), transactional_id=tid,
                             transaction_state="", transaction_timeout=ZERO,
                             transaction_start_time=_timestamp(-1), producer_id=-1,
                             producer_epoch=-1, topics=()))
             continue
+        # the partitions of topics it may not DESCRIBE are left out
+        hidden = ctx.denied(DESCRIBE, TOPIC, md.partitions)
         out.append(make(state_cls, error_code=ErrorCode.none, transactional_id=tid,
                         transaction_state=STATE_NAMES[md.state],
                         transaction_timeout=timedelta(milliseconds=md.timeout_ms),
                         transaction_start_time=_timestamp(md.start_ms),
                         producer_id=md.producer_id, producer_epoch=md.producer_epoch,
                         topics=tuple(make(topic_cls, topic=t, partitions=tuple(sorted(p)))
-                                     for t, p in sorted(md.partitions.items()))))
+                                     for t, p in sorted(md.partitions.items())
+                                     if t not in hidden)))
     return ctx.respond(throttle_time=ZERO, transaction_states=tuple(out))
 
 
@@ -218,6 +267,8 @@ async def handle_list_transactions(ctx: RequestContext, req: Any):
                 continue
             if min_duration >= 0 and (md.start_ms < 0 or now - md.start_ms < min_duration):
                 continue
+            if not ctx.authorize(DESCRIBE, TRANSACTIONAL_ID, md.transactional_id):
+                continue  # listed only where it may DESCRIBE the transactional id
             rows.append(make(state_cls, transactional_id=md.transactional_id,
                              producer_id=md.producer_id, transaction_state=name))
     return ctx.respond(throttle_time=ZERO, error_code=ErrorCode(error),

@@ -7,6 +7,7 @@ answer; services hold the rules and raise :class:`ServiceError` with Kafka's err
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import BrokerConfig
 from .broker_configs import BrokerConfigService
@@ -15,9 +16,13 @@ from .errors import ServiceError
 from .group_configs import GroupConfigService
 from .groups import GroupService
 from .record_service import RecordService
+from .scram_credentials import ScramCredentialService
 from .share_state import ShareStateService
 from .shares import ShareService
 from .topic_service import TopicService
+
+if TYPE_CHECKING:
+    from ..security.acl_store import AclStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +37,16 @@ class Services:
     # the share-state coordinator on __share_group_state: the broker's share Persister
     share_state: ShareStateService
     shares: ShareService
+    # The ACLs and their authorizer; None without ``authorizer.class.name`` (all allowed).
+    acls: AclStore | None = None
+    # SCRAM users (DescribeUserScramCredentials / AlterUserScramCredentials, SASL/SCRAM logins)
+    scram_credentials: ScramCredentialService | None = None
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
         self.groups.add_share_member_listener(self.shares.member_left)
 
 
-__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
-           "ShareService", "ShareStateService", "TopicService"]
+__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService",
+           "RecordService", "ScramCredentialService", "ServiceError", "Services", "ShareService",
+           "ShareStateService", "TopicService"]

@@ -126,11 +126,12 @@ class RecordService:
         return info if fut is None else _durable(info, fut)
 
     # Fetch -------------------------------------------------------------------------------------
-    def fetch(self, topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]]
-              ) -> FetchSession:
+    def fetch(self, topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]],
+              readable: Callable[[str], bool] | None = None) -> FetchSession:
         """Resolve the requested partitions once: (name, or id when name is None, partitions
-        with ``partition``, ``fetch_offset`` and ``partition_max_bytes``)."""
-        return FetchSession(self._logs, topics, self._stats, self._leads)
+        with ``partition``, ``fetch_offset`` and ``partition_max_bytes``). A topic for which
+        ``readable(name)`` is false is answered TOPIC_AUTHORIZATION_FAILED, existing or not."""
+        return FetchSession(self._logs, topics, self._stats, self._leads, readable)
 
     # ListOffsets / OffsetForLeaderEpoch / DeleteRecords ----------------------------------------
     async def list_offset(self, topic: str, partition: int, timestamp: int,
@@ -237,7 +238,8 @@ class FetchSession:
 
     def __init__(self, logs: LogManager,
                  topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]],
-                 stats: BrokerStats, leads: Callable[[str, int], bool] | None = None) -> None:
+                 stats: BrokerStats, leads: Callable[[str, int], bool] | None = None,
+                 readable: Callable[[str], bool] | None = None) -> None:
         self._stats = stats
         self._topic_bytes: dict[str, int] = {}  # of the last read: counted once it is sent
         self.topics: list[list[_Target]] = []
@@ -251,6 +253,12 @@ class FetchSession:
             else:
                 info = logs.topic(name)
                 missing = ErrorCode.unknown_topic_or_partition
+            known = name if info is None else info.name
+            if readable is not None and known is not None and not readable(known):
+                # refused before existence is looked at; not an error that ends a long poll
+                self.topics.append([_Target(p, None, ErrorCode.topic_authorization_failed)
+                                    for p in partitions])
+                continue
             targets = []
             for p in partitions:
                 plog = logs.get_partition(info.name, p.partition) if info is not None else None
