@@ -328,3 +328,42 @@ def test_member_leaving_frees_records_held_outside_its_session(broker, jobs) -> 
         t0 = time.monotonic()
         got = acquired(share_fetch(other, "n", 1, jobs, max_wait_ms=5000, group=group))
         assert got[0] == (0, 3, 2) and time.monotonic() - t0 < 4
+
+
+class FailingWrites:
+    """The broker's persister, but for its writes while ``code`` is set."""
+
+    def __init__(self, persister) -> None:
+        self.persister = persister
+        self.code = 0
+
+    async def initialize(self, key, state_epoch, start_offset):
+        return await self.persister.initialize(key, state_epoch, start_offset)
+
+    async def read(self, key, leader_epoch):
+        return await self.persister.read(key, leader_epoch)
+
+    async def write(self, key, state):
+        return self.code or await self.persister.write(key, state)
+
+    async def delete(self, key):
+        return await self.persister.delete(key)
+
+    async def read_summary(self, key):
+        return await self.persister.read_summary(key)
+
+
+def test_a_failed_state_write_answers_its_error_and_changes_nothing(broker, jobs) -> None:
+    partitions = broker.broker.services.shares.partitions
+    failing = FailingWrites(partitions.persister)
+    broker.run(lambda: setattr(partitions, "persister", failing))
+    with WireClient(broker.bootstrap) as w:
+        assert acquired(share_fetch(w, "m", 0, jobs, max_records=4)) == [(0, 3, 1)]
+        failing.code = ErrorCode.coordinator_not_available.value
+        resp = share_ack(w, "m", 1, jobs, {0: [(0, 3, [ACCEPT])]})
+        assert part_of(resp).error_code == ErrorCode.coordinator_not_available
+        failing.code = 0
+        # rolled back: still held by m, so acknowledgeable once the write goes through
+        resp = share_ack(w, "m", 2, jobs, {0: [(0, 3, [ACCEPT])]})
+        assert part_of(resp).error_code == ErrorCode.none
+        assert acquired(share_fetch(w, "m", 3, jobs)) == [(4, 9, 1)]
