@@ -119,6 +119,7 @@ DEFAULTS: dict[str, str] = {
     "share.coordinator.snapshot.update.records.per.snapshot": "500",
     "share.coordinator.write.timeout.ms": "5000",
     "share.coordinator.append.linger.ms": "5",
+    "share.coordinator.state.topic.prune.interval.ms": "300000",
 }
 
 
@@ -231,6 +232,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "share.coordinator.snapshot.update.records.per.snapshot": ConfigKey("INT", between(0, 500)),
     "share.coordinator.write.timeout.ms": ConfigKey("INT", at_least(1)),
     "share.coordinator.append.linger.ms": ConfigKey("INT", at_least(-1)),
+    "share.coordinator.state.topic.prune.interval.ms": ConfigKey("INT", at_least(0)),
     "share.version": ConfigKey("SHORT", between(0, 1)),
     "group.share.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),
     "group.share.min.heartbeat.interval.ms": ConfigKey("INT", at_least(1)),

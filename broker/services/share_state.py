@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkette.share")
 
 SHARE_STATE_TOPIC = "__share_group_state"
+PRUNE_INTERVAL = "share.coordinator.state.topic.prune.interval.ms"
+_PRUNE_TIMER = ("share-state-prune",)
 # imported when the coordinator starts (in a worker thread, off the loop)
 _SHARE_STATE_MODULES = ("kafkette.broker.services.offsets_log",
                         "kafkette.coordinator.share.service")
@@ -45,6 +47,9 @@ class ShareStateService:
         self._clock = clock
         self.coordinator: ShareCoordinatorService | None = None
         self._start: asyncio.Future | None = None
+        self._prune: asyncio.Future | None = None
+        # partition -> its log end offset right after its last prune (nothing new since: skip)
+        self._pruned_end: dict[int, int] = {}
 
     async def start_if_exists(self) -> None:
         """At broker start: load the coordinator when ``__share_group_state`` exists."""
@@ -99,11 +104,57 @@ class ShareStateService:
                 write_timeout_ms=cfg.get_int("share.coordinator.write.timeout.ms"))
             await coord.start()
             self.coordinator = coord
+            self._arm_prune()
         except Exception:
             log.exception("starting the share-state coordinator failed")
             raise
 
+    # Pruning ---------------------------------------------------------------------------------
+    def _arm_prune(self) -> None:
+        interval = self._config.get_int(PRUNE_INTERVAL)
+        if interval > 0:
+            self._clock.schedule(_PRUNE_TIMER, interval, self._prune_now)
+
+    def _prune_now(self) -> None:
+        if self._prune is None or self._prune.done():
+            self._prune = asyncio.ensure_future(self.prune())
+        self._arm_prune()
+
+    async def prune(self) -> int:
+        """Keep ``__share_group_state`` from growing without end (Kafka's cold-partition
+        snapshots and prune): a partition with records written since its last prune gets a
+        fresh snapshot of every share-partition it holds, then its log start moves to where
+        its log ended before those snapshots. Returns how many records were pruned."""
+        coord = self.coordinator
+        if coord is None:
+            return 0
+        pruned = 0
+        for p in range(coord.num_partitions):
+            plog = self._logs.get_partition(SHARE_STATE_TOPIC, p)
+            if plog is None:
+                continue
+            start, end = plog.log_start_offset, plog.high_watermark
+            if end == start or self._pruned_end.get(p) == end:
+                continue
+            try:
+                await coord.snapshot_partition(p)  # issued now: every record below end is older
+                new_start = await self._logs.delete_records(SHARE_STATE_TOPIC, p, end)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - loading, or a failed append: next time
+                log.info("pruning __share_group_state-%d skipped: %r", p, exc)
+                continue
+            self._pruned_end[p] = plog.high_watermark
+            pruned += new_start - start
+        if pruned:
+            log.debug("pruned %d records of __share_group_state", pruned)
+        return pruned
+
     async def stop(self) -> None:
+        self._clock.cancel(_PRUNE_TIMER)
+        if self._prune is not None:
+            self._prune.cancel()
+            await asyncio.wait([self._prune])
         if self._start is not None:
             await asyncio.wait([self._start])
         coord, self.coordinator = self.coordinator, None

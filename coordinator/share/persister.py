@@ -77,7 +77,8 @@ class Persister(Protocol):
 
         ``state.state_batches`` holds only the batches this write changes (Kafka's ShareUpdate);
         the coordinator merges them into its snapshot. Returns FENCED_STATE_EPOCH (124) for an
-        older state epoch, 0 on success.
+        older state epoch, FENCED_LEADER_EPOCH (74) for an older leader epoch than recorded
+        (-1: not checked), 0 on success.
         """
         ...
 

@@ -126,6 +126,16 @@ class ShareCoordinatorService:
             keys.extend(await ctx.read(lambda shard: shard.keys_of_group(group_id)))
         return keys
 
+    async def snapshot_partition(self, partition: int) -> int:
+        """Snapshot every share-partition of ``__share_group_state-<partition>``; returns once
+        the snapshots are durable (how many were written). Everything the partition's log
+        held before this call is then redundant."""
+        response, waiter = self.runtime.context(partition).write(
+            ShareCoordinatorShard.snapshot_all)
+        if waiter is not None:
+            response = await waiter
+        return int(response)
+
     async def read_summary(self, key: SharePartitionKey) -> tuple[int, StateSummary | None]:
         try:
             summary = await self._context(key).read(lambda shard: shard.summary(key))

@@ -6,7 +6,8 @@ Ops compute records; the runtime replays them (the same code that loads the part
 appending, and answers once they are durable. A write becomes a ShareUpdate carrying only the
 batches it changes, merged into the state on replay; the first write of a share-partition, and
 every write once ``snapshot_update_records_per_snapshot`` updates followed the last snapshot,
-becomes a full ShareSnapshot instead (SnapshotEpoch + 1). Initialising writes a fresh snapshot;
+becomes a full ShareSnapshot instead (SnapshotEpoch + 1); ``snapshot_all`` snapshots every
+share-partition at once, so the log before it can be pruned. Initialising writes a fresh snapshot;
 deleting writes a ShareSnapshot tombstone. A write or read with an older leader epoch than
 recorded answers FENCED_LEADER_EPOCH; a write or initialise with an older state epoch,
 FENCED_STATE_EPOCH.
@@ -196,6 +197,18 @@ class ShareCoordinatorShard:
         if key not in self.states:
             return Result((), NONE)
         return Result([(_key_bytes(SHARE_SNAPSHOT, key), None)], NONE)
+
+    def snapshot_all(self) -> Result:
+        """A fresh ShareSnapshot of every share-partition (Kafka's cold-partition snapshots):
+        once durable, every record before them is redundant and may be pruned. Response: how
+        many were written."""
+        now = self.context.now_ms()
+        records = [_snapshot_record(key, ShareSnapshotValue(
+            state.snapshot_epoch + 1, state.state_epoch, state.leader_epoch, state.start_offset,
+            state.create_timestamp, now, tuple(state.batches),
+            delivery_complete_count(state.batches, state.start_offset)))
+            for key, state in self.states.items()]
+        return Result(records, len(records))
 
     # Record building -------------------------------------------------------------------------
     def _state_record(self, key: SharePartitionKey, current: ShareGroupOffset | None,
