@@ -154,6 +154,8 @@ class Broker:
             acls=AclStore(self.config) if authorizer_configured(self.config) else None,
             scram_credentials=ScramCredentialService(self.config),
         )
+        # share members that leave or are fenced: their records held outside a session go
+        self.services.groups.add_share_member_listener(self.services.shares.member_left)
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
         self.control = NodeControl(self)  # node lifecycle (several nodes)

@@ -44,7 +44,6 @@ class Services:
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
-        self.groups.add_share_member_listener(self.shares.member_left)
 
 
 __all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService",

@@ -308,3 +308,62 @@ def test_offsets_reset_of_an_empty_group_is_seen(broker, jobs) -> None:
         assert resp.error_code == ErrorCode.none
         # the share-partition was unloaded with the last session: the new state is read
         assert acquired(share_fetch(w, "n", 0, jobs)) == [(3, 9, 1)]
+
+
+def test_member_leaving_frees_records_held_outside_its_session(broker, jobs) -> None:
+    from tests.share_state.test_offsets_wire import heartbeat
+
+    group = "leavers"  # locks of 15 s: what is freed here is not freed by a lock expiry
+    set_group_config(broker.bootstrap, group, share_auto_offset_reset="earliest",
+                     share_record_lock_duration_ms="15000")
+    with WireClient(broker.bootstrap) as w, WireClient(broker.bootstrap) as other:
+        other_id = create_topic(other, "other", 1).topic_id
+        assert heartbeat(w, group, "m", 0).error_code == ErrorCode.none
+        got = acquired(share_fetch(w, "m", 0, jobs, max_records=4, group=group))
+        assert got == [(0, 3, 1)]
+        share_fetch(w, "m", 0, other_id, group=group)  # a new session without jobs-0
+        got = acquired(share_fetch(other, "n", 0, jobs, max_records=4, group=group))
+        assert got == [(4, 7, 1)]  # 0-3 are still held by m
+        assert heartbeat(w, group, "m", -1).error_code == ErrorCode.none  # m leaves
+        t0 = time.monotonic()
+        got = acquired(share_fetch(other, "n", 1, jobs, max_wait_ms=5000, group=group))
+        assert got[0] == (0, 3, 2) and time.monotonic() - t0 < 4
+
+
+class FailingWrites:
+    """The broker's persister, but for its writes while ``code`` is set."""
+
+    def __init__(self, persister) -> None:
+        self.persister = persister
+        self.code = 0
+
+    async def initialize(self, key, state_epoch, start_offset):
+        return await self.persister.initialize(key, state_epoch, start_offset)
+
+    async def read(self, key, leader_epoch):
+        return await self.persister.read(key, leader_epoch)
+
+    async def write(self, key, state):
+        return self.code or await self.persister.write(key, state)
+
+    async def delete(self, key):
+        return await self.persister.delete(key)
+
+    async def read_summary(self, key):
+        return await self.persister.read_summary(key)
+
+
+def test_a_failed_state_write_answers_its_error_and_changes_nothing(broker, jobs) -> None:
+    partitions = broker.broker.services.shares.partitions
+    failing = FailingWrites(partitions.persister)
+    broker.run(lambda: setattr(partitions, "persister", failing))
+    with WireClient(broker.bootstrap) as w:
+        assert acquired(share_fetch(w, "m", 0, jobs, max_records=4)) == [(0, 3, 1)]
+        failing.code = ErrorCode.coordinator_not_available.value
+        resp = share_ack(w, "m", 1, jobs, {0: [(0, 3, [ACCEPT])]})
+        assert part_of(resp).error_code == ErrorCode.coordinator_not_available
+        failing.code = 0
+        # rolled back: still held by m, so acknowledgeable once the write goes through
+        resp = share_ack(w, "m", 2, jobs, {0: [(0, 3, [ACCEPT])]})
+        assert part_of(resp).error_code == ErrorCode.none
+        assert acquired(share_fetch(w, "m", 3, jobs)) == [(4, 9, 1)]
