@@ -257,6 +257,10 @@ class SaslGate:
 
     def _authenticated(self) -> None:
         assert self.exchange is not None
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s as User:%s with %s",
+                      "Re-authenticated" if self.reauthenticating else "Authenticated",
+                      self.conn.client_host, self.exchange.authorization_id, self.mechanism)
         self.state = COMPLETE
         self.reauthenticating = False
         self.conn.authenticated(f"User:{self.exchange.authorization_id}",
