@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import struct
 import time
 from typing import Any, Protocol
@@ -49,13 +50,6 @@ REAUTH_MIN_INTERVAL_S = 1.0  # Kafka re-authenticates at most once a second
 
 # states
 INITIAL, HANDSHAKE, AUTHENTICATE, LEGACY, COMPLETE, FAILED = range(6)
-_API_NAMES = {0: "PRODUCE", 1: "FETCH", 2: "LIST_OFFSETS", 3: "METADATA", 8: "OFFSET_COMMIT",
-              9: "OFFSET_FETCH", 10: "FIND_COORDINATOR", 11: "JOIN_GROUP", 12: "HEARTBEAT",
-              13: "LEAVE_GROUP", 14: "SYNC_GROUP", 15: "DESCRIBE_GROUPS", 16: "LIST_GROUPS",
-              17: "SASL_HANDSHAKE", 18: "API_VERSIONS", 19: "CREATE_TOPICS",
-              20: "DELETE_TOPICS", 22: "INIT_PRODUCER_ID", 32: "DESCRIBE_CONFIGS",
-              36: "SASL_AUTHENTICATE"}
-
 
 class GateSettings(Protocol):
     """The listener's SASL settings (broker/security/listener.py's ListenerSecurity)."""
@@ -131,8 +125,8 @@ class SaslGate:
             return PASS
         if key == SASL_HANDSHAKE:
             return self._handshake(frame, version, corr)
-        name = _API_NAMES.get(key, f"api key {key}")
-        self._fail(None, f"Unexpected Kafka request of type {name} during SASL handshake.")
+        self._fail(None, f"Unexpected Kafka request of type {_api_name(key)} during SASL "
+                         "handshake.")
         return None
 
     def _admit_authenticated(self, frame: bytes) -> Any:
@@ -257,6 +251,10 @@ class SaslGate:
 
     def _authenticated(self) -> None:
         assert self.exchange is not None
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s as User:%s with %s",
+                      "Re-authenticated" if self.reauthenticating else "Authenticated",
+                      self.conn.client_host, self.exchange.authorization_id, self.mechanism)
         self.state = COMPLETE
         self.reauthenticating = False
         self.conn.authenticated(f"User:{self.exchange.authorization_id}",
@@ -280,8 +278,8 @@ class SaslGate:
     # Failures ------------------------------------------------------------------------------
     def _unexpected_during_authentication(self, frame: bytes, key: int, version: int,
                                           corr: int) -> None:
-        message = (f"Unexpected Kafka request of type {_API_NAMES.get(key, f'api key {key}')} "
-                   "during SASL authentication.")
+        message = (f"Unexpected Kafka request of type {_api_name(key)} during SASL "
+                   "authentication.")
         answer = None
         try:
             decoded = self._decode_any(frame, key, version)
@@ -321,6 +319,16 @@ class SaslGate:
                 log.debug("could not send the authentication failure", exc_info=True)
         # Linger: the client closes first once it has read the answer (or the timer does).
         self._loop.call_later(_LINGER_S, self.conn.close, None)
+
+
+def _api_name(key: int) -> str:
+    """Kafka's ApiKeys name: METADATA, OFFSET_COMMIT..."""
+    from ..cluster.faults import api_name
+
+    name = api_name(key)
+    if name.isdigit():
+        return f"api key {key}"
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
 
 
 def _lifetime_field(response_type: type, lifetime_ms: int) -> dict[str, Any]:

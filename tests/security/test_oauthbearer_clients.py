@@ -61,3 +61,38 @@ def test_kafka_python_token_provider(kafka_secure_broker_factory):
         lambda: sorted({c.principal for c in broker.runner.broker.connections}))
     producer.close()
     assert "User:bob" in principals
+
+
+def test_aiokafka_expired_token_gets_no_session(kafka_secure_broker_factory, caplog):
+    """aiokafka ignores the JSON error challenge and goes on with Metadata: as Kafka, the broker
+    answers it with Metadata's error form (ILLEGAL_SASL_STATE, for an all-topics request an
+    empty answer) and closes, so the client never gets to produce."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.abc import AbstractTokenProvider
+    from aiokafka.errors import KafkaError as AIOKafkaError
+
+    class Expired(AbstractTokenProvider):
+        async def token(self) -> str:
+            return unsecured_jwt("alice", time.time() - 60)
+
+    broker = kafka_secure_broker_factory("SASL_PLAINTEXT", ("OAUTHBEARER",), users={})
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap,
+                                    security_protocol="SASL_PLAINTEXT",
+                                    sasl_mechanism="OAUTHBEARER",
+                                    sasl_oauth_token_provider=Expired())
+        try:
+            await asyncio.wait_for(producer.start(), 15)
+            await asyncio.wait_for(producer.send_and_wait("oauth", b"x"), 5)
+        finally:
+            await producer.stop()
+
+    import pytest
+
+    with pytest.raises((AIOKafkaError, asyncio.TimeoutError)):
+        asyncio.run(run())
+    assert ("Unexpected Kafka request of type METADATA during SASL authentication."
+            in caplog.text)

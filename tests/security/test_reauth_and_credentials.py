@@ -168,3 +168,27 @@ def test_scram_users_survive_sigkill(tmp_path):
         while not errors and time.monotonic() < deadline:
             bob.poll(0.2)
         assert errors and "SCRAM-SHA-512" in errors[0].str()
+
+
+def test_clients_reauthenticate_on_their_connection(kafka_secure_broker_factory, caplog):
+    """kafka-python and librdkafka re-authenticate (KIP-368) before connections.max.reauth.ms
+    ends: their connections are never closed as expired and keep producing."""
+    import logging
+
+    from kafka import KafkaProducer
+
+    caplog.set_level(logging.DEBUG, "kafkette.security")
+    broker = kafka_secure_broker_factory("SASL_PLAINTEXT", ("SCRAM-SHA-512",),
+                                         config={"connections.max.reauth.ms": "2000"})
+    kp = KafkaProducer(**broker.kafka_python_settings())
+    ck = Producer(broker.confluent_config())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        kp.send("reauth", b"k").get(10)
+        ck.produce("reauth", b"c")
+        assert ck.flush(10) == 0
+        time.sleep(0.25)
+    kp.close()
+    assert "Disconnecting expired channel" not in caplog.text  # logged by the connection
+    messages = [r.getMessage() for r in caplog.records if r.name == "kafkette.security"]
+    assert sum(m.startswith("Re-authenticated") for m in messages) >= 2
