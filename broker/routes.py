@@ -47,14 +47,19 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     28: (0, 5, 0, _H + "transactions"),  # TxnOffsetCommit
     32: (1, 4, 1, _H + "describe_configs"),
     33: (0, 2, 0, _H + "alter_configs"),
+    35: (1, 4, 1, _H + "describe_log_dirs"),
     37: (0, 3, 0, _H + "create_partitions"),
     42: (0, 2, 0, _H + "groups"),  # DeleteGroups
+    43: (0, 2, 0, _H + "elect_leaders"),
     44: (0, 1, 0, _H + "alter_configs"),  # IncrementalAlterConfigs
     47: (0, 0, 0, _H + "offsets"),  # OffsetDelete
+    60: (0, 2, 0, _H + "describe_cluster"),
+    61: (0, 0, 0, _H + "describe_producers"),
     65: (0, 0, 0, _H + "transactions"),  # DescribeTransactions
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat
     69: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupDescribe
+    75: (0, 0, 0, _H + "describe_topic_partitions"),
 }
 
 # What a route lets the connection do besides handling one request at a time, each decoded
