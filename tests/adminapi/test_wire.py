@@ -289,3 +289,22 @@ def test_elect_leaders_refuses_an_unknown_election_type(kafka_broker) -> None:
     r = elect(kafka_broker.bootstrap, 2, 5, {"t": [0]})
     assert r.error_code == ErrorCode.invalid_request
     assert results(r) == {("t", 0): ErrorCode.invalid_request}
+
+
+def test_describe_producers_shows_an_open_transaction(kafka_broker) -> None:
+    from confluent_kafka import Producer
+
+    create(kafka_broker.runner, "txn", 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap,
+                         "transactional.id": "describe-me"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce("txn", b"a", partition=0)
+    assert producer.flush(15) == 0
+    (state,) = describe_producers(kafka_broker.bootstrap, {"txn": [0]}).topics[0] \
+        .partitions[0].active_producers
+    assert state.current_txn_start_offset == 0 and state.last_sequence == 0
+    producer.commit_transaction(15)
+    (state,) = describe_producers(kafka_broker.bootstrap, {"txn": [0]}).topics[0] \
+        .partitions[0].active_producers
+    assert state.current_txn_start_offset == -1
