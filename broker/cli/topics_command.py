@@ -9,12 +9,13 @@
     kafkette topics --bootstrap-server H:P --alter --topic REGEX --partitions N [--if-exists]
     kafkette topics --bootstrap-server H:P --delete --topic REGEX [--if-exists]
 
---topic is a regular expression (full match) except with --create, as in Kafka. A failed
-command prints ``Error while executing topic command : <reason>`` and exits 1.
+--topic is a regular expression (full match) except with --create, as in Kafka; --json (not
+Kafka's) prints --list and --describe as JSON. A failed command prints ``Error while executing topic command : <reason>`` and exits 1.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -64,6 +65,8 @@ def build_parser() -> ToolParser:
     p.add_argument("--if-not-exists", action="store_true")
     p.add_argument("--exclude-internal", action="store_true")
     p.add_argument("--partition-size-limit-per-response", type=int)
+    p.add_argument("--json", action="store_true",
+                   help="kafkette's own: --list and --describe print JSON")
     return p
 
 
@@ -105,6 +108,7 @@ def check_args(args: Any) -> str:
     refuse_with("if-exists", [a for a in others if a not in ("alter", "delete", "describe")], given)
     refuse_with("if-not-exists", [a for a in others if a != "create"], given)
     refuse_with("exclude-internal", [a for a in others if a not in ("list", "describe")], given)
+    refuse_with("json", [a for a in others if a not in ("list", "describe")], given)
     return action
 
 
@@ -214,7 +218,8 @@ class TopicTool:
         self.out.write(f"Created topic {args.topic}.\n")
 
     def list_topics(self) -> None:
-        self.out.write("\n".join(self.topics()) + "\n")
+        names = self.topics()
+        self.out.write((json.dumps(names) if self.args.json else "\n".join(names)) + "\n")
 
     def alter(self) -> None:
         from confluent_kafka.admin import NewPartitions
@@ -256,37 +261,54 @@ class TopicTool:
             return
         descriptions = self.describe_topics(names)
         resources = {name: ConfigResource(ResourceType.TOPIC, name) for name in names}
-        configs = {name: future.result(TIMEOUT_S) for name, future in zip(
-            names, self.admin.describe_configs([resources[n] for n in names],
-                                               request_timeout=TIMEOUT_S).values(), strict=True)}
+        futures = self.admin.describe_configs(list(resources.values()), request_timeout=TIMEOUT_S)
+        configs = {name: futures[resources[name]].result(TIMEOUT_S) for name in names}
         live = {node.id for node in
                 self.admin.describe_cluster(request_timeout=TIMEOUT_S).result(TIMEOUT_S).nodes}
         reports = [r for r in REPORTS if getattr(args, r.replace("-", "_"))]
+        described: list[dict[str, Any]] = []
         for name in names:
             topic = descriptions[name]
             entries = configs[name]
-            overrides = [(k, e.value) for k, e in entries.items()
-                         if e.source != ConfigSource.DEFAULT_CONFIG.value
-                         and e.source != ConfigSource.DEFAULT_CONFIG]
+            overrides = {k: e.value for k, e in entries.items()
+                         if e.source not in (ConfigSource.DEFAULT_CONFIG,
+                                             ConfigSource.DEFAULT_CONFIG.value)}
             partitions = sorted(topic.partitions, key=lambda p: p.id)
             min_isr = int(entries["min.insync.replicas"].value) \
                 if "min.insync.replicas" in entries else 1
-            if not reports and (not args.topics_with_overrides or overrides):
-                line = f"Topic: {name}\tTopicId: {kafka_uuid(topic.topic_id)}" \
-                       f"\tPartitionCount: {len(partitions)}" \
-                       f"\tReplicationFactor: {len(partitions[0].replicas) if partitions else 0}" \
-                       f"\tConfigs: {','.join(f'{k}={v}' for k, v in overrides)}"
-                self.out.write(line + "\n")
-            if args.topics_with_overrides:
-                continue
-            for p in partitions:
-                if reports and not any(_matches(r, p, min_isr, live) for r in reports):
-                    continue
+            entry: dict[str, Any] = {
+                "topic": name, "topic_id": kafka_uuid(topic.topic_id),
+                "partition_count": len(partitions),
+                "replication_factor": len(partitions[0].replicas) if partitions else 0,
+                "configs": overrides, "partitions": []}
+            # Kafka prints the topic line unless a partition report is asked (or, with
+            # --topics-with-overrides, when the topic has none), and then its partitions.
+            entry["listed"] = not reports and (not args.topics_with_overrides or overrides)
+            if not args.topics_with_overrides:
+                entry["partitions"] = [
+                    {"partition": p.id, "leader": p.leader.id if p.leader is not None else None,
+                     "replicas": [n.id for n in p.replicas], "isr": [n.id for n in p.isr]}
+                    for p in partitions
+                    if not reports or any(_matches(r, p, min_isr, live) for r in reports)]
+            described.append(entry)
+        if args.json:
+            shown = [{k: v for k, v in e.items() if k != "listed"} for e in described
+                     if e["listed"] or e["partitions"]]
+            self.out.write(json.dumps(shown, indent=2) + "\n")
+            return
+        for e in described:
+            if e["listed"]:
                 self.out.write(
-                    f"\tTopic: {name}\tPartition: {p.id}"
-                    f"\tLeader: {p.leader.id if p.leader is not None else 'none'}"
-                    f"\tReplicas: {','.join(str(n.id) for n in p.replicas)}"
-                    f"\tIsr: {','.join(str(n.id) for n in p.isr)}\tElr: \tLastKnownElr: \n")
+                    f"Topic: {e['topic']}\tTopicId: {e['topic_id']}"
+                    f"\tPartitionCount: {e['partition_count']}"
+                    f"\tReplicationFactor: {e['replication_factor']}"
+                    f"\tConfigs: {','.join(f'{k}={v}' for k, v in e['configs'].items())}\n")
+            for p in e["partitions"]:
+                leader = "none" if p["leader"] is None else p["leader"]
+                self.out.write(
+                    f"\tTopic: {e['topic']}\tPartition: {p['partition']}\tLeader: {leader}"
+                    f"\tReplicas: {','.join(map(str, p['replicas']))}"
+                    f"\tIsr: {','.join(map(str, p['isr']))}\tElr: \tLastKnownElr: \n")
 
 
 def _matches(report: str, p: Any, min_isr: int, live: set[int]) -> bool:

@@ -171,3 +171,71 @@ def test_groups_list_shows_each_groups_type_and_filters_by_it(served: Served) ->
     bad = kafkette("groups", "--bootstrap-server", bootstrap, "--list", "--type", "nope")
     assert bad.returncode == 1
     assert "Invalid types list 'nope'. Valid types are: Consumer, Classic, Share" in bad.stderr
+
+
+def test_topics_reports_and_json_follow_the_cluster(kafka_cluster) -> None:
+    import json
+
+    bootstrap = kafka_cluster.bootstrap.split(",")[0]
+    assert kafkette("topics", "--bootstrap-server", bootstrap, "--create", "--topic", "rep",
+                    "--partitions", "2", "--replication-factor", "3", "--config",
+                    "retention.ms=5000").returncode == 0
+    described = json.loads(kafkette("topics", "--bootstrap-server", bootstrap, "--describe",
+                                    "--topic", "rep", "--json").stdout)
+    assert [(t["topic"], t["partition_count"], t["replication_factor"], t["configs"])
+            for t in described] == [("rep", 2, 3, {"retention.ms": "5000"})]
+    assert [sorted(p["isr"]) for p in described[0]["partitions"]] == [[1, 2, 3], [1, 2, 3]]
+    under = kafkette("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", "rep",
+                     "--under-replicated-partitions")
+    assert (under.returncode, under.stdout) == (0, "")
+    kafka_cluster.stop_node(3)
+    under = kafkette("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", "rep",
+                     "--under-replicated-partitions")
+    lines = under.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("\tTopic: rep\tPartition: ") for line in lines)
+    assert all("\tReplicas: " in line and "3" not in line.split("\tIsr: ")[1].split("\t")[0]
+               for line in lines)
+    assert kafkette("topics", "--bootstrap-server", bootstrap, "--alter", "--topic", "rep",
+                    "--partitions", "4").returncode == 0
+    assert json.loads(kafkette("topics", "--bootstrap-server", bootstrap, "--describe",
+                               "--topic", "re.", "--json").stdout)[0]["partition_count"] == 4
+    assert kafkette("topics", "--bootstrap-server", bootstrap, "--delete", "--topic",
+                    "rep").returncode == 0
+    gone = kafkette("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", "rep")
+    assert gone.stdout == ("Error while executing topic command : Topic 'Optional[rep]' does not "
+                           "exist as expected\n")
+
+
+@pytest.mark.parametrize(("args", "refusal"), [
+    ([], "Create, delete, describe, or change a topic."),
+    (["--list", "--create"], "Command must include exactly one action: --list, --describe, "
+                             "--create, --alter or --delete"),
+    (["--create", "--topic", "t"], "--bootstrap-server must be specified"),
+    (["--bootstrap-server", "h:1", "--create"], 'Missing required argument "[topic]"'),
+    (["--bootstrap-server", "h:1", "--list", "--partitions", "3"],
+     'Option "[partitions]" can\'t be used with option "[list]"'),
+    (["--bootstrap-server", "h:1", "--describe", "--if-not-exists"],
+     'Option "[if-not-exists]" can\'t be used with option "[describe]"'),
+    (["--bootstrap-server", "h:1", "--create", "--topic", "t", "--partitions", "1",
+      "--replica-assignment", "1:2"],
+     'Option "[replica-assignment]" can\'t be used with option "[partitions]"'),
+])
+def test_topics_refusals_are_kafkas(args, refusal) -> None:
+    refused = kafkette("topics", *args)
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[0] == refusal
+
+
+def test_console_tools_refusals_are_kafkas() -> None:
+    producer = kafkette("console-producer", "--bootstrap-server", "h:1")
+    assert (producer.returncode, producer.stderr.splitlines()[0]) == (
+        1, 'Missing required argument "[topic]"')
+    consumer = kafkette("console-consumer", "--bootstrap-server", "h:1", "--topic", "t",
+                        "--offset", "3")
+    assert (consumer.returncode, consumer.stderr.splitlines()[0]) == (
+        1, "The partition is required when offset is specified.")
+    both = kafkette("console-consumer", "--bootstrap-server", "h:1", "--topic", "t",
+                    "--group", "g", "--partition", "0")
+    assert both.stderr.splitlines()[0] == "Options group and partition cannot be specified together."
+    version = kafkette("--version")
+    assert version.returncode == 0 and version.stdout.startswith("kafkette ")
