@@ -52,6 +52,8 @@ DEFAULTS: dict[str, str] = {
     "queued.max.response.bytes": "16777216",
     "request.max.elements": "20000",
     "fetch.max.bytes": "57671680",
+    # DescribeTopicPartitions: the most partitions one response holds (the request may ask fewer).
+    "max.request.partition.size.limit": "2000",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -216,6 +218,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "default.replication.factor": ConfigKey("INT", at_least(1)),
     "auto.create.topics.enable": ConfigKey("BOOLEAN"),
     "socket.request.max.bytes": ConfigKey("INT", at_least(1)),
+    "max.request.partition.size.limit": ConfigKey("INT", at_least(1)),
     "connections.max.idle.ms": ConfigKey("LONG"),
     "message.max.bytes": ConfigKey("INT", at_least(0)),
     "log.segment.bytes": ConfigKey("INT", at_least(1024 * 1024)),  # Kafka 4.x (KIP-1030)

@@ -51,17 +51,22 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     31: (1, 3, 1, _H + "acls"),  # DeleteAcls
     32: (1, 4, 1, _H + "describe_configs"),
     33: (0, 2, 0, _H + "alter_configs"),
+    35: (1, 4, 1, _H + "describe_log_dirs"),
     36: (0, 2, 0, _H + "sasl"),  # SaslAuthenticate (before authentication: broker/security/)
     37: (0, 3, 0, _H + "create_partitions"),
     42: (0, 2, 0, _H + "groups"),  # DeleteGroups
+    43: (0, 2, 0, _H + "elect_leaders"),
     44: (0, 1, 0, _H + "alter_configs"),  # IncrementalAlterConfigs
     47: (0, 0, 0, _H + "offsets"),  # OffsetDelete
     50: (0, 0, 0, _H + "scram_credentials"),  # DescribeUserScramCredentials
     51: (0, 0, 0, _H + "scram_credentials"),  # AlterUserScramCredentials
+    60: (0, 2, 0, _H + "describe_cluster"),
+    61: (0, 0, 0, _H + "describe_producers"),
     65: (0, 0, 0, _H + "transactions"),  # DescribeTransactions
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat
     69: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupDescribe
+    75: (0, 0, 0, _H + "describe_topic_partitions"),
     76: (1, 1, 1, _H + "share_group"),  # ShareGroupHeartbeat
     77: (1, 1, 1, _H + "share_group"),  # ShareGroupDescribe
     78: (1, 1, 1, _H + "share_fetch"),  # ShareFetch

@@ -58,6 +58,20 @@ def _in_sequence(last_seq: int, first_seq: int) -> bool:
 
 
 @dataclass(slots=True, frozen=True)
+class ActiveProducer:
+    """One producer the partition knows, as DescribeProducers reports it (Kafka's
+    ProducerStateEntry): sequence and timestamp of its last batch (-1: none kept), the first
+    offset of its open transaction (-1: none)."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_start_offset: int
+
+
+@dataclass(slots=True, frozen=True)
 class AbortedTxn:
     producer_id: int
     first_offset: int
@@ -73,6 +87,18 @@ class ProducerStateTable:
         self.entries: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self.aborted: list[AbortedTxn] = []  # in marker order
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer this partition tracks, by producer id. The coordinator epoch of a
+        transaction marker is not kept: -1, Kafka's value before any marker."""
+        out = []
+        for pid in sorted(self.entries):
+            entry = self.entries[pid]
+            last = entry.batches[-1] if entry.batches else None
+            out.append(ActiveProducer(pid, entry.epoch, entry.last_seq,
+                                      last.timestamp if last is not None else -1, -1,
+                                      self.ongoing.get(pid, -1)))
+        return out
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction (None: none is open)."""

@@ -42,6 +42,10 @@ class Snapshot:
     rebalances: dict[str, tuple[int, int, int | None]] = field(default_factory=dict)
     commits: dict[str, int] = field(default_factory=dict)
     load_seconds: float | None = None
+    # (node id, host, port) of every live broker
+    brokers: list[tuple[int, str, int]] = field(default_factory=list)
+    # (topic, partition) -> (leader, replicas, in-sync replicas, preferred replica leads)
+    placement: dict[tuple[str, int], tuple[int, int, int, bool]] = field(default_factory=dict)
 
 
 class SnapshotCollector(Collector):
@@ -111,6 +115,38 @@ class SnapshotCollector(Collector):
         for topic, n in sorted(s.bytes_out.items()):
             bytes_out.add_metric([topic], n)
         yield from (parts, current, oldest, bytes_in, bytes_out)
+        yield from self._placement()
+
+    def _placement(self) -> Iterator[Metric]:
+        """kafka-exporter's broker and replica series."""
+        s = self.snap
+        yield GaugeMetricFamily("kafka_brokers", "Number of Brokers in the Kafka Cluster.",
+                                value=len(s.brokers))
+        info = GaugeMetricFamily("kafka_broker_info", "Information about the Kafka Broker.",
+                                 labels=["address", "id"])
+        for node, host, port in sorted(s.brokers):
+            info.add_metric([f"{host}:{port}", str(node)], 1)
+        labels = ["topic", "partition"]
+        leader = GaugeMetricFamily("kafka_topic_partition_leader",
+                                   "Leader Broker ID of this Topic/Partition", labels=labels)
+        replicas = GaugeMetricFamily("kafka_topic_partition_replicas",
+                                     "Number of Replicas for this Topic/Partition", labels=labels)
+        in_sync = GaugeMetricFamily("kafka_topic_partition_in_sync_replica",
+                                    "Number of In-Sync Replicas for this Topic/Partition",
+                                    labels=labels)
+        preferred = GaugeMetricFamily("kafka_topic_partition_leader_is_preferred",
+                                      "1 if Topic/Partition is using the Preferred Broker",
+                                      labels=labels)
+        under = GaugeMetricFamily("kafka_topic_partition_under_replicated_partition",
+                                  "1 if Topic/Partition is under Replicated", labels=labels)
+        for (topic, p), (lead, n_replicas, n_isr, is_preferred) in sorted(s.placement.items()):
+            values = [topic, str(p)]
+            leader.add_metric(values, lead)
+            replicas.add_metric(values, n_replicas)
+            in_sync.add_metric(values, n_isr)
+            preferred.add_metric(values, 1 if is_preferred else 0)
+            under.add_metric(values, 1 if n_isr < n_replicas else 0)
+        yield from (info, leader, replicas, in_sync, preferred, under)
 
     def _groups(self) -> Iterator[Metric]:
         s = self.snap
@@ -130,23 +166,31 @@ class SnapshotCollector(Collector):
                                 labels=["consumergroup", "topic", "partition"])
         lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Lag of a group on a topic",
                                     labels=["consumergroup", "topic"])
+        current_sum = GaugeMetricFamily(
+            "kafka_consumergroup_current_offset_sum",
+            "Current Offset of a ConsumerGroup at Topic for all partitions",
+            labels=["consumergroup", "topic"])
         for group_id, state, protocol_type, n_members, gen, offsets in s.groups:
             key = (state, protocol_type)
             states[key] = states.get(key, 0) + 1
             members.add_metric([group_id], n_members)
             generation.add_metric([group_id], gen)
             sums: dict[str, int] = {}
+            offset_sums: dict[str, int] = {}
             for topic, p, offset in offsets:
                 current.add_metric([group_id, topic, str(p)], offset)
+                offset_sums[topic] = offset_sums.get(topic, 0) + offset
                 end = end_offsets.get((topic, p))
                 if end is not None:
                     lag.add_metric([group_id, topic, str(p)], end - offset)
                     sums[topic] = sums.get(topic, 0) + end - offset
             for topic, total in sorted(sums.items()):
                 lag_sum.add_metric([group_id, topic], total)
+            for topic, total in sorted(offset_sums.items()):
+                current_sum.add_metric([group_id, topic], total)
         for (state, ptype), n in sorted(states.items()):
             by_state.add_metric([state, ptype], n)
-        yield from (by_state, members, generation, current, lag, lag_sum)
+        yield from (by_state, members, generation, current, current_sum, lag, lag_sum)
         yield from self._rebalances()
 
     def _rebalances(self) -> Iterator[Metric]:

@@ -44,11 +44,22 @@ async def take_snapshot(broker: Any) -> Snapshot:
         connections=len(broker.connections),
         bytes_in=dict(stats.bytes_in), bytes_out=dict(stats.bytes_out),
     )
+    nodes = broker.cluster_nodes  # several nodes (--nodes N); None for one
+    snap.brokers = [(n["id"], n["host"], n["port"]) for n in broker.control.describe()["nodes"]
+                    if n["state"] == "running"]
+    node_id = broker.config.node_id
     for info in broker.logs.topics():
         for p in range(info.partitions):
             plog = broker.logs.get_partition(info.name, p)
             if plog is not None:
                 snap.partitions.append((info.name, p, plog.log_start_offset, plog.log_end_offset))
+                if nodes is None:
+                    snap.placement[(info.name, p)] = (node_id, 1, 1, True)
+                else:
+                    leader, replicas = nodes.leader(info.name, p), nodes.replicas(info.name, p)
+                    snap.placement[(info.name, p)] = (leader, len(replicas),
+                                                      len(nodes.isr(info.name, p)),
+                                                      leader == replicas[0])
     groups = groups_view.list_groups(broker)
     present = {g.group_id for g in groups}  # a deleted group's series end with it
     for log_ in groups_view.event_logs(broker):

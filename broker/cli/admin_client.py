@@ -1,8 +1,9 @@
 """The admin client behind ``kafkette groups`` (broker/cli/groups_command.py): consumer-group admin over
 the wire, as kafka-consumer-groups.sh's Admin calls.
 
-A small blocking client on the project's codec; API versions are negotiated with ApiVersions.
-kafkette is a single node, so the bootstrap broker is also every group's coordinator.
+A small blocking client on the project's codec, connected to one broker; API versions are
+negotiated with ApiVersions. ``broker/cli/group_admin.py`` sends each call to the broker that
+must answer it (a group's coordinator, a partition's leader, every broker for ListGroups).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from kafkette.protocol.codec import request_type
 
 from .wire_client import WireClient, WireError
 
-API_VERSIONS, METADATA, LIST_OFFSETS = 18, 3, 2
+API_VERSIONS, METADATA, LIST_OFFSETS, FIND_COORDINATOR = 18, 3, 2, 10
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 CONSUMER_GROUP_DESCRIBE = 69
@@ -26,20 +27,34 @@ DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 # Version ranges this client knows the shape of; the highest one the broker also accepts is used.
 OURS: dict[int, tuple[int, int]] = {
     METADATA: (1, 12), LIST_OFFSETS: (1, 7), OFFSET_COMMIT: (2, 8), OFFSET_FETCH: (1, 7),
-    DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 4), DELETE_GROUPS: (0, 2), OFFSET_DELETE: (0, 0),
-    CONSUMER_GROUP_DESCRIBE: (0, 1), DESCRIBE_ACLS: (1, 3), CREATE_ACLS: (1, 3),
-    DELETE_ACLS: (1, 3),
+    DESCRIBE_GROUPS: (0, 5), LIST_GROUPS: (0, 5), DELETE_GROUPS: (0, 2), OFFSET_DELETE: (0, 0),
+    CONSUMER_GROUP_DESCRIBE: (0, 1), FIND_COORDINATOR: (1, 3), DESCRIBE_ACLS: (1, 3),
+    CREATE_ACLS: (1, 3), DELETE_ACLS: (1, 3),
 }
 # An ACL on the wire (CreateAcls creation, DescribeAcls / DeleteAcls answer): resource type,
 # name, pattern type, principal, host, operation, permission type (Kafka's codes).
 AclRow = tuple[int, str, int, str, str, int, int]
 # A DescribeAcls / DeleteAcls filter: the same with None names, principals and hosts for any.
 AclFilterRow = tuple[int, str | None, int, str | None, str | None, int, int]
+# A group's coordinator moved or is loading: find it again and retry.
+COORDINATOR_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+                                "COORDINATOR_LOAD_IN_PROGRESS"})
 EARLIEST, LATEST = -2, -1
 
 
 class AdminError(Exception):
     pass
+
+
+class CoordinatorMoved(AdminError):
+    """The broker asked is not (yet) the group's coordinator."""
+
+
+def _check(what: str, code: Any) -> None:
+    if code != ErrorCode.none:
+        name = error_name(code)
+        raise (CoordinatorMoved if name in COORDINATOR_ERRORS else AdminError)(
+            f"{what} failed: {name}")
 
 
 def error_name(code: Any) -> str:
@@ -98,18 +113,49 @@ class AdminClient(WireClient):
 
     # Operations -------------------------------------------------------------------------
     def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group_id, protocol_type, state or '') of every group."""
+        """(group_id, protocol_type, state or '') of every group this broker coordinates."""
+        return [(g, protocol, state) for g, protocol, state, _type in self.list_typed_groups()]
+
+    def list_typed_groups(self) -> list[tuple[str, str, str, str]]:
+        """(group_id, protocol_type, state or '', group type or '') of every group this broker
+        coordinates (the type: ListGroups v5+, "classic", "consumer", "share")."""
         _, r = self.call(LIST_GROUPS, states_filter=(), types_filter=())
-        if r.error_code != ErrorCode.none:
-            raise AdminError(f"ListGroups failed: {error_name(r.error_code)}")
-        return sorted((g.group_id, g.protocol_type, getattr(g, "group_state", ""))
-                      for g in r.groups)
+        _check("ListGroups", r.error_code)
+        return sorted((g.group_id, g.protocol_type, getattr(g, "group_state", ""),
+                       getattr(g, "group_type", "")) for g in r.groups)
+
+    def find_coordinator(self, group: str) -> tuple[int, str, int]:
+        """(node id, host, port) of the group's coordinator."""
+        _, r = self.call(FIND_COORDINATOR, key=group, key_type=0)
+        _check(f"FindCoordinator {group!r}", r.error_code)
+        return int(r.node_id), r.host, int(r.port)
+
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        """Node id -> (host, port) of every live broker."""
+        _, r = self.call(METADATA, topics=(), allow_auto_topic_creation=False,
+                         include_cluster_authorized_operations=False,
+                         include_topic_authorized_operations=False)
+        return {int(b.node_id): (b.host, int(b.port)) for b in r.brokers}
+
+    def leaders(self, topics: Iterable[str]) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the node id of its leader (-1: none), for existing topics."""
+        version = self.versions.get(METADATA)
+        wanted = sorted(set(topics))
+        if version is None or not wanted:
+            return {}
+        topic_cls = item_type(request_type(METADATA, version), "topics")
+        _, r = self.call(METADATA, topics=tuple(make(topic_cls, name=t, topic_id=None)
+                                                for t in wanted),
+                         allow_auto_topic_creation=False,
+                         include_cluster_authorized_operations=False,
+                         include_topic_authorized_operations=False)
+        return {(t.name, int(p.partition_index)): int(p.leader_id) for t in r.topics
+                if t.error_code == ErrorCode.none for p in t.partitions}
 
     def describe_group(self, group: str) -> Any:
         _, r = self.call(DESCRIBE_GROUPS, groups=(group,), include_authorized_operations=False)
         (described,) = r.groups
-        if described.error_code != ErrorCode.none:
-            raise AdminError(f"DescribeGroups {group!r} failed: {error_name(described.error_code)}")
+        _check(f"DescribeGroups {group!r}", described.error_code)
         return described
 
     def describe_consumer_group(self, group: str) -> Any | None:
@@ -119,6 +165,8 @@ class AdminClient(WireClient):
         _, r = self.call(CONSUMER_GROUP_DESCRIBE, group_ids=(group,),
                          include_authorized_operations=False)
         (described,) = r.groups
+        if error_name(described.error_code) in COORDINATOR_ERRORS:
+            _check(f"ConsumerGroupDescribe {group!r}", described.error_code)
         return described if described.error_code == ErrorCode.none else None
 
     def delete_groups(self, groups: Sequence[str]) -> dict[str, str]:
@@ -150,8 +198,8 @@ class AdminClient(WireClient):
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
         version, r = self.call(OFFSET_FETCH, group_id=group, topics=None, require_stable=False)
-        if version >= 2 and r.error_code != ErrorCode.none:
-            raise AdminError(f"OffsetFetch {group!r} failed: {error_name(r.error_code)}")
+        if version >= 2:
+            _check(f"OffsetFetch {group!r}", r.error_code)
         return {(t.name, int(p.partition_index)): int(p.committed_offset)
                 for t in r.topics for p in t.partitions
                 if p.error_code == ErrorCode.none and p.committed_offset >= 0}

@@ -30,7 +30,8 @@ from typing import Any, NoReturn, TextIO
 from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
 
 from ..config import read_properties
-from .admin_client import EARLIEST, LATEST, AdminClient, AdminError
+from .admin_client import EARLIEST, LATEST, AdminError
+from .group_admin import ClusterAdmin
 
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest", "to-latest",
@@ -40,6 +41,7 @@ VALUE_OPTIONS = {"--bootstrap-server", "--group", "--topic", "--timeout", "--com
 CONSUMER_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty",
                    "Assigning", "Reconciling")
 DASH = "-"
+GROUP_TYPES = {"consumer": "Consumer", "classic": "Classic", "share": "Share"}
 
 
 class UsageError(Exception):
@@ -279,14 +281,14 @@ def table(rows: list[Sequence[Any]], out: TextIO) -> None:
         out.write(" ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
 
 
-def group_ids(admin: AdminClient, args: argparse.Namespace) -> list[str]:
-    return [g for g, _t, _s in admin.list_groups()] if args.all_groups else list(args.group)
+def group_ids(admin: ClusterAdmin, args: argparse.Namespace) -> list[str]:
+    return [row[0] for row in admin.list_groups()] if args.all_groups else list(args.group)
 
 
-def cmd_list(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
+def cmd_list(admin: ClusterAdmin, args: argparse.Namespace, out: TextIO) -> int:
     groups = admin.list_groups()
     if args.state is None and args.type is None:
-        for group, _type, _state in groups:
+        for group, *_rest in groups:
             out.write(group + "\n")
         return 0
     wanted = {s.strip().lower() for s in (args.state or "").split(",") if s.strip()}
@@ -294,14 +296,18 @@ def cmd_list(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
     if not wanted <= known:
         raise UsageError(f"Invalid state list '{args.state}'. Valid states are: "
                          + ", ".join(CONSUMER_STATES))
+    types = {s.strip().lower() for s in (args.type or "").split(",") if s.strip()}
+    if not types <= set(GROUP_TYPES):  # Kafka's GroupType names; share groups list as Share
+        raise UsageError(f"Invalid types list '{args.type}'. Valid types are: "
+                         + ", ".join(GROUP_TYPES.values()))
     header = ["GROUP"] + (["TYPE"] if args.type is not None else []) \
         + (["STATE"] if args.state is not None else [])
     rows: list[Sequence[Any]] = [header]
-    for group, _protocol, state in groups:
-        if wanted and state.lower() not in wanted:
+    for group, _protocol, state, kind in groups:
+        if (wanted and state.lower() not in wanted) or (types and kind.lower() not in types):
             continue
-        rows.append([group] + (["Classic"] if args.type is not None else [])
-                    + ([state or DASH] if args.state is not None else []))
+        rows.append([group] + ([GROUP_TYPES.get(kind.lower(), "Unknown")] if args.type is not None
+                               else []) + ([state or DASH] if args.state is not None else []))
     table(rows, out)
     return 0
 
@@ -341,7 +347,7 @@ def _topic_partitions(assignment: Any) -> list[tuple[str, int]]:
     return [(tp.topic_name, int(p)) for tp in assignment.topic_partitions for p in tp.partitions]
 
 
-def _describe(admin: AdminClient, group: str) -> Any:
+def _describe(admin: ClusterAdmin, group: str) -> Any:
     """DescribeGroups, or ConsumerGroupDescribe when the group is a KIP-848 one (DescribeGroups
     answers such a group as Dead)."""
     described = admin.describe_group(group)
@@ -389,7 +395,7 @@ def _exists(described: Any, group: str, out: TextIO) -> bool:
     return True
 
 
-def describe_offsets(admin: AdminClient, group: str, described: Any, out: TextIO) -> None:
+def describe_offsets(admin: ClusterAdmin, group: str, described: Any, out: TextIO) -> None:
     committed = admin.committed(group)
     owners: dict[tuple[str, int], tuple[str, str, str]] = {}
     idle = []
@@ -401,7 +407,7 @@ def describe_offsets(admin: AdminClient, group: str, described: Any, out: TextIO
     tps = sorted(set(committed) | set(owners))
     log_end = admin.list_offsets(tps, LATEST) if tps else {}
     lags = [log_end[tp] - committed[tp] for tp in tps if tp in committed and tp in log_end]
-    host, port, node = admin.coordinator()
+    host, port, node = admin.coordinator(group)
     summary: list[Sequence[Any]] = [("GROUP", group), ("COORDINATOR", f"{host}:{port} ({node})"),
                ("STATE", described.group_state),
                ("ASSIGNOR", described.protocol_data or DASH),
@@ -438,14 +444,14 @@ def describe_members(group: str, described: Any, verbose: bool, out: TextIO) -> 
     table(rows, out)
 
 
-def describe_state(admin: AdminClient, group: str, described: Any, out: TextIO) -> None:
-    host, port, node = admin.coordinator()
+def describe_state(admin: ClusterAdmin, group: str, described: Any, out: TextIO) -> None:
+    host, port, node = admin.coordinator(group)
     table([("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
            (group, f"{host}:{port}  ({node})", described.protocol_data or DASH,
             described.group_state, len(described.members))], out)
 
 
-def cmd_describe(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
+def cmd_describe(admin: ClusterAdmin, args: argparse.Namespace, out: TextIO) -> int:
     status = 0
     for n, group in enumerate(group_ids(admin, args)):
         described = _describe(admin, group)
@@ -465,7 +471,7 @@ def cmd_describe(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> i
     return status
 
 
-def cmd_delete(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
+def cmd_delete(admin: ClusterAdmin, args: argparse.Namespace, out: TextIO) -> int:
     results = admin.delete_groups(group_ids(admin, args))
     failed = {g: e for g, e in results.items() if e != "NONE"}
     ok = [g for g in results if g not in failed]
@@ -480,7 +486,7 @@ def cmd_delete(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int
     return 0
 
 
-def _resolve(admin: AdminClient, specs: list[tuple[str, list[int] | None]]) -> list[tuple[str, int]]:
+def _resolve(admin: ClusterAdmin, specs: list[tuple[str, list[int] | None]]) -> list[tuple[str, int]]:
     counts = admin.partitions(t for t, _ in specs)
     tps: list[tuple[str, int]] = []
     for topic, parts in specs:
@@ -493,7 +499,7 @@ def _resolve(admin: AdminClient, specs: list[tuple[str, list[int] | None]]) -> l
     return tps
 
 
-def reset_targets(admin: AdminClient, args: argparse.Namespace, group: str) -> dict[tuple[str, int], int]:
+def reset_targets(admin: ClusterAdmin, args: argparse.Namespace, group: str) -> dict[tuple[str, int], int]:
     committed = admin.committed(group)
     if args.from_file is not None:
         wanted = {(t, p): o for g, t, p, o in args.plan if g in (None, group)}
@@ -528,7 +534,7 @@ def reset_targets(admin: AdminClient, args: argparse.Namespace, group: str) -> d
     return {tp: min(max(off, earliest[tp]), latest[tp]) for tp, off in target.items()}
 
 
-def cmd_reset(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
+def cmd_reset(admin: ClusterAdmin, args: argparse.Namespace, out: TextIO) -> int:
     if not args.execute and not args.dry_run:
         sys.stderr.write("WARN: No action will be performed as the --execute option is missing. "
                          "Add --dry-run to say so explicitly.\n")
@@ -557,7 +563,7 @@ def cmd_reset(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
     return status
 
 
-def cmd_delete_offsets(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
+def cmd_delete_offsets(admin: ClusterAdmin, args: argparse.Namespace, out: TextIO) -> int:
     (group,) = args.group
     top, results = admin.delete_offsets(group, _resolve(admin, parse_topics(args.topic)))
     if top == "NONE" and all(e == "NONE" for e in results.values()):
@@ -583,8 +589,8 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
     try:
         args = build_parser().parse_args(normalize(argv))
         action = check_args(args)
-        with AdminClient(args.bootstrap_server, timeout=max(args.timeout, 1000) / 1000,
-                         client_id=args.client.get("client.id", "kafkette-admin")) as admin:
+        with ClusterAdmin(args.bootstrap_server, timeout=max(args.timeout, 1000) / 1000,
+                          client_id=args.client.get("client.id", "kafkette-admin")) as admin:
             return COMMANDS[action](admin, args, out or sys.stdout)
     except (UsageError, AdminError, OSError) as exc:
         print(f"kafkette groups: {exc}", file=sys.stderr)

@@ -67,7 +67,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker")
+    parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker "
+                                                        "(`kafkette --version` prints its version)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     add_serve_arguments(sub.add_parser("serve", help="run the broker"))
     configs = sub.add_parser("configs", add_help=False,
@@ -97,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_parser("list", help="every transactional id and its state")
     describe = actions.add_parser("describe", help="state, epoch and partitions of one id")
     describe.add_argument("--transactional-id", required=True)
+    for name, summary in (("topics", "kafka-topics.sh: --create, --list, --describe, --alter, "
+                                     "--delete (`kafkette topics --help`)"),
+                          ("console-producer", "kafka-console-producer.sh: lines of stdin to a "
+                                               "topic"),
+                          ("console-consumer", "kafka-console-consumer.sh: a topic's records to "
+                                               "stdout")):
+        tool = sub.add_parser(name, add_help=False, help=summary)
+        tool.add_argument("args", nargs=argparse.REMAINDER)
     pipeline = sub.add_parser("pipeline", add_help=False,
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
@@ -127,6 +136,22 @@ def run_pipeline(argv: list[str]) -> int:
     from kafkette.pipeline.cli import main as pipeline_main
 
     return pipeline_main(argv)
+
+
+def run_client_tool(name: str, argv: list[str]) -> int:
+    """kafka-topics.sh and the console producer and consumer, on confluent-kafka (imported only
+    when one of them runs)."""
+    if name == "topics":
+        from . import topics_command
+
+        return topics_command.main(argv)
+    if name == "console-producer":
+        from . import console_producer
+
+        return console_producer.main(argv)
+    from . import console_consumer
+
+    return console_consumer.main(argv)
 
 
 def _import_broker() -> None:
@@ -208,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         from . import cluster_command
 
         return cluster_command.main(argv[1:])
+    if argv[:1] in (["topics"], ["console-producer"], ["console-consumer"]):
+        return run_client_tool(argv[0], argv[1:])
+    if argv[:1] in (["--version"], ["-V"]):
+        from .version import version
+
+        print(f"kafkette {version()}")
+        return 0
     args = parse_args(argv)
     if args.command == "transactions":
         from . import transactions_command

@@ -57,6 +57,17 @@ class ClusterNodes:
                 out.append((n, host, port))
         return out
 
+    def registered_addresses(self, listener: str) -> list[tuple[int, str, int, bool]]:
+        """(node id, host, port, fenced) of every node on ``listener``, stopped ones included
+        (a stopped node is a fenced broker: registered, not live)."""
+        out = []
+        for n in self._ids:
+            address = self.nodes[n].addresses.get(listener)
+            if address is not None:
+                host, port = address()
+                out.append((n, host, port, not self.nodes[n].live))
+        return out
+
     def address_of(self, node_id: int, listener: str) -> tuple[str, int] | None:
         node = self.nodes.get(node_id)
         if node is None or not node.live or listener not in node.addresses:
@@ -89,6 +100,20 @@ class ClusterNodes:
         if topic in self._replication and node_id not in self.replicas(topic, partition):
             raise KeyError(f"node {node_id} is not a replica of {topic}-{partition}")
         self._leader_moves[(topic, partition)] = node_id
+
+    def elect_preferred(self, topic: str, partition: int) -> bool | None:
+        """A preferred leader election (ElectLeaders): the preferred replica (the first one)
+        leads again when it is live. False: it already leads (no election needed); None: it is
+        not live."""
+        preferred = self.replicas(topic, partition)[0]
+        if self.leader(topic, partition) == preferred:
+            return False
+        if preferred < 0 or not self.nodes[preferred].live:
+            return None
+        self._leader_moves.pop((topic, partition), None)
+        if self.leader(topic, partition) != preferred:  # a replica list not led by its first
+            self._leader_moves[(topic, partition)] = preferred
+        return True
 
     # Replicas --------------------------------------------------------------------------------
     def registered(self) -> list[int]:

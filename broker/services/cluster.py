@@ -38,6 +38,21 @@ class ClusterInfo:
             return [(self.node_id, *self.address())]
         return self.nodes.addresses(self.listener)
 
+    def registered_brokers(self) -> list[tuple[int, str, int, bool]]:
+        """(node id, host, port, fenced) of every node, stopped (fenced) ones included."""
+        if self.nodes is None:
+            return [(self.node_id, *self.address(), False)]
+        return self.nodes.registered_addresses(self.listener)
+
+    def hosts(self, topic: str, partition: int) -> bool:
+        """Whether this node holds a replica of the partition."""
+        return self.nodes is None or self.node_id in self.nodes.replicas(topic, partition)
+
+    def elect_preferred(self, topic: str, partition: int) -> bool | None:
+        """Make the preferred replica the leader (ElectLeaders PREFERRED): True if it now
+        leads, False if it already did, None if it is not live."""
+        return False if self.nodes is None else self.nodes.elect_preferred(topic, partition)
+
     def controller(self) -> int:
         return self.node_id if self.nodes is None else self.nodes.controller()
 

@@ -24,6 +24,7 @@ from kafkette.protocol.timestamp_validation import TimestampWindow
 from kafkette.storage.errors import OffsetOutOfRangeError
 from kafkette.storage.log import LEADER_EPOCH, AppendInfo, PartitionLog
 from kafkette.storage.log_read import LogSlice
+from kafkette.storage.producer_state import ActiveProducer
 from kafkette.storage.topics import LogManager, TopicInfo
 
 from ..stats import BrokerStats
@@ -74,6 +75,24 @@ class RecordService:
 
     def has_partition(self, topic: str, partition: int) -> bool:
         return self._logs.get_partition(topic, partition) is not None
+
+    # Admin views of the local logs (DescribeLogDirs, DescribeProducers) ---------------------------
+    @property
+    def log_dir(self) -> str:
+        """The absolute path of the log directory."""
+        return str(self._logs.directory.absolute())
+
+    def partition_size(self, topic: str, partition: int) -> int | None:
+        """Bytes of the partition's segments; None if there is no such partition."""
+        plog = self._logs.get_partition(topic, partition)
+        return None if plog is None else plog.size_bytes
+
+    def active_producers(self, topic: str, partition: int) -> list[ActiveProducer]:
+        """The producers the partition's log tracks (any replica answers, leader or not)."""
+        plog = self._logs.get_partition(topic, partition)
+        if plog is None:
+            raise unknown_partition()
+        return plog.producers.active_producers()
 
     def _internal(self, topic: str) -> bool:
         info = self._logs.topic(topic)

@@ -208,3 +208,65 @@ async def test_without_a_worker_process_a_thread_formats(monkeypatch, caplog):
         await renderer.close()
     failures = [r for r in caplog.records if "metrics worker process failed" in r.getMessage()]
     assert len(failures) == 1  # tried once, then a thread every time
+
+
+def _create(runner, name: str, partitions: int, replication: int) -> None:
+    async def go() -> None:
+        await runner.broker.services.topics.create(name, partitions, replication, [], {},
+                                                   validate_only=False)
+    runner.run(go())
+
+
+def test_kafka_exporter_broker_and_replica_series_one_node(kafka_broker_factory):
+    from kafkette.broker.cli.group_admin import ClusterAdmin
+
+    broker = kafka_broker_factory(**{"admin.listener": "127.0.0.1:0"})
+    _create(broker, "placed", 2, 1)
+    with ClusterAdmin(broker.bootstrap) as admin:
+        assert set(admin.commit("summed", {("placed", 0): 0, ("placed", 1): 0}).values()) == {
+            "NONE"}
+    KafkaProducer(bootstrap_servers=broker.bootstrap).send("placed", b"x", partition=1).get(10)
+    with ClusterAdmin(broker.bootstrap) as admin:
+        admin.commit("summed", {("placed", 0): 0, ("placed", 1): 1})
+    m = scrape(broker.broker.admin.url)
+    host, port = broker.address
+    assert series(m, "kafka_brokers") == 1
+    assert series(m, "kafka_broker_info", address=f"{host}:{port}", id="1") == 1
+    for p in ("0", "1"):
+        assert series(m, "kafka_topic_partition_leader", topic="placed", partition=p) == 1
+        assert series(m, "kafka_topic_partition_replicas", topic="placed", partition=p) == 1
+        assert series(m, "kafka_topic_partition_in_sync_replica", topic="placed",
+                      partition=p) == 1
+        assert series(m, "kafka_topic_partition_leader_is_preferred", topic="placed",
+                      partition=p) == 1
+        assert series(m, "kafka_topic_partition_under_replicated_partition", topic="placed",
+                      partition=p) == 0
+    assert series(m, "kafka_consumergroup_current_offset_sum", consumergroup="summed",
+                  topic="placed") == 1
+    assert series(m, "kafka_consumergroup_lag_sum", consumergroup="summed", topic="placed") == 0
+
+
+def test_kafka_exporter_replica_series_follow_the_emulated_cluster(kafka_cluster_factory):
+    cluster = kafka_cluster_factory(3, **{"admin.listener": "127.0.0.1:0"})
+    runner = cluster.runner
+    _create(runner, "spread", 3, 3)
+    url = runner.broker.admin.url
+    nodes = runner.broker.cluster_nodes
+    m = scrape(url)
+    assert series(m, "kafka_brokers") == 3
+    for p in range(3):
+        labels = {"topic": "spread", "partition": str(p)}
+        assert series(m, "kafka_topic_partition_leader", **labels) == cluster.leader_of("spread", p)
+        assert series(m, "kafka_topic_partition_replicas", **labels) == 3
+        assert series(m, "kafka_topic_partition_in_sync_replica", **labels) == 3
+        assert series(m, "kafka_topic_partition_under_replicated_partition", **labels) == 0
+    preferred = runner.run(lambda: nodes.replicas("spread", 0))
+    cluster.move_leader("spread", 0, preferred[1])
+    cluster.stop_node(preferred[2])
+    m = scrape(url)
+    assert series(m, "kafka_brokers") == 2
+    labels = {"topic": "spread", "partition": "0"}
+    assert series(m, "kafka_topic_partition_leader", **labels) == preferred[1]
+    assert series(m, "kafka_topic_partition_leader_is_preferred", **labels) == 0
+    assert series(m, "kafka_topic_partition_in_sync_replica", **labels) == 2
+    assert series(m, "kafka_topic_partition_under_replicated_partition", **labels) == 1

@@ -23,7 +23,10 @@ HEAVY = ("aiohttp", "prometheus_client", "kafkette.broker.admin.http_server", "k
          "kafkette.protocol.consumer_protocol", "kafkette.protocol.consumer_group_records",
          "kafkette.pipeline", "kafkette.broker.cli.groups_command",
          "kafkette.broker.cli.cluster_command", "kafkette.broker.cli.admin_client",
-         "kafkette.broker.cli.transactions_command", "kio.schema.metadata", "kio.schema.join_group",
+         "kafkette.broker.cli.transactions_command", "kafkette.broker.cli.topics_command",
+         "kafkette.broker.cli.console_producer", "kafkette.broker.cli.console_consumer",
+         "kafkette.broker.cli.group_admin", "confluent_kafka",
+         "kio.schema.metadata", "kio.schema.join_group",
          "kio.schema.consumer_protocol", "pyspark", "re2")
 
 

@@ -3,6 +3,8 @@
 //   java KafketteClient produce  BOOTSTRAP TOPIC COUNT PREFIX PARTITIONS
 //   java KafketteClient consume  BOOTSTRAP TOPIC COUNT
 //   java KafketteClient member   BOOTSTRAP TOPIC GROUP SESSION_MS   (stdin: commit | close)
+//   java KafketteClient admin    BOOTSTRAP TOPIC   (describeCluster, describeTopics,
+//       describeLogDirs, describeProducers, electLeaders of the topic's partitions)
 //   java KafketteClient txcopy   BOOTSTRAP IN OUT GROUP TRANSACTIONAL_ID COUNT
 //       (consume-transform-produce with sendOffsetsToTransaction; the first transaction aborts)
 // Prints one JSON object per line.
@@ -13,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +25,13 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Future;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.DescribeProducersResult;
+import org.apache.kafka.clients.admin.ElectLeadersResult;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -32,7 +41,9 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -91,6 +102,7 @@ public final class KafketteClient {
         String cmd = args[0], bootstrap = args[1], topic = args[2];
         switch (cmd) {
             case "metadata" -> metadata(bootstrap, topic);
+            case "admin" -> admin(bootstrap, topic);
             case "produce" -> produce(bootstrap, topic, Integer.parseInt(args[3]), args[4], Integer.parseInt(args[5]));
             case "consume" -> consume(bootstrap, topic, Integer.parseInt(args[3]));
             case "member" -> member(bootstrap, topic, args[3], Integer.parseInt(args[4]),
@@ -109,6 +121,57 @@ public final class KafketteClient {
             TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
             emit("metadata", "\"partitions\":" + d.partitions().size() + ",\"brokers\":" + brokers
                     + ",\"controller\":" + cluster.controller().get().id());
+        }
+    }
+
+    static String ids(Collection<Node> nodes) {
+        List<Integer> out = new ArrayList<>();
+        for (Node n : nodes) out.add(n.id());
+        return out.toString();
+    }
+
+    static void admin(String bootstrap, String topic) throws Exception {
+        try (Admin admin = Admin.create(base(bootstrap))) {
+            DescribeClusterResult cluster = admin.describeCluster(
+                    new DescribeClusterOptions().includeAuthorizedOperations(true));
+            emit("cluster", "\"id\":" + quote(cluster.clusterId().get()) + ",\"nodes\":"
+                    + ids(cluster.nodes().get()) + ",\"controller\":" + cluster.controller().get().id()
+                    + ",\"operations\":" + cluster.authorizedOperations().get().size());
+            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            List<TopicPartition> tps = new ArrayList<>();
+            for (TopicPartitionInfo p : d.partitions()) {
+                tps.add(new TopicPartition(topic, p.partition()));
+                emit("partition", "\"partition\":" + p.partition() + ",\"leader\":" + p.leader().id()
+                        + ",\"replicas\":" + ids(p.replicas()) + ",\"isr\":" + ids(p.isr()));
+            }
+            List<Integer> brokerIds = new ArrayList<>();
+            for (Node n : cluster.nodes().get()) brokerIds.add(n.id());
+            Map<Integer, Map<String, LogDirDescription>> dirs =
+                    admin.describeLogDirs(brokerIds).allDescriptions().get();
+            for (Map.Entry<Integer, Map<String, LogDirDescription>> e : new TreeMap<>(dirs).entrySet()) {
+                for (Map.Entry<String, LogDirDescription> dir : e.getValue().entrySet()) {
+                    Map<Integer, Long> sizes = new TreeMap<>();
+                    for (Map.Entry<TopicPartition, ReplicaInfo> r : dir.getValue().replicaInfos().entrySet())
+                        if (r.getKey().topic().equals(topic)) sizes.put(r.getKey().partition(), r.getValue().size());
+                    emit("logdir", "\"broker\":" + e.getKey() + ",\"dir\":" + quote(dir.getKey())
+                            + ",\"sizes\":" + quote(sizes.toString())
+                            + ",\"total\":" + dir.getValue().totalBytes().orElse(-1L));
+                }
+            }
+            Map<TopicPartition, DescribeProducersResult.PartitionProducerState> producers =
+                    admin.describeProducers(tps).all().get();
+            for (Map.Entry<TopicPartition, DescribeProducersResult.PartitionProducerState> e : producers.entrySet()) {
+                List<String> states = new ArrayList<>();
+                for (ProducerState s : e.getValue().activeProducers())
+                    states.add("[" + s.producerId() + "," + s.producerEpoch() + "," + s.lastSequence() + "]");
+                emit("producers", "\"partition\":" + e.getKey().partition() + ",\"states\":" + states);
+            }
+            ElectLeadersResult elected = admin.electLeaders(ElectionType.PREFERRED, new HashSet<>(tps));
+            Map<TopicPartition, java.util.Optional<Throwable>> results = elected.partitions().get();
+            for (Map.Entry<TopicPartition, java.util.Optional<Throwable>> e : results.entrySet()) {
+                emit("elected", "\"partition\":" + e.getKey().partition() + ",\"error\":"
+                        + quote(e.getValue().map(t -> t.getClass().getSimpleName()).orElse("NONE")));
+            }
         }
     }
 

@@ -1,0 +1,146 @@
+"""The admin calls behind ``kafkette groups``, each sent where Kafka's Admin client sends it:
+group calls to the group's coordinator (found with FindCoordinator, found again and retried when
+it moved or is loading), ListOffsets to each partition's leader, ListGroups to every broker.
+So the tool works against one broker, ``kafkette serve --nodes N`` and a multi-broker Kafka.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Self, TypeVar
+
+from .admin_client import COORDINATOR_ERRORS, AdminClient, AdminError, CoordinatorMoved
+
+T = TypeVar("T")
+RETRIES, BACKOFF_S = 10, 0.2
+
+
+class ClusterAdmin:
+    def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin"):
+        self._timeout = timeout
+        self._client_id = client_id
+        self.bootstrap = AdminClient(bootstrap, timeout, client_id)
+        self._nodes: dict[int, AdminClient] = {}
+        self._addresses: dict[int, tuple[str, int]] | None = None
+        self._coordinators: dict[str, tuple[int, str, int]] = {}
+
+    def close(self) -> None:
+        for client in self._nodes.values():
+            client.close()
+        self.bootstrap.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Connections --------------------------------------------------------------------------
+    def _connect(self, node: int, host: str, port: int) -> AdminClient:
+        client = self._nodes.get(node)
+        if client is None:
+            client = AdminClient(f"{host}:{port}", self._timeout, self._client_id)
+            self._nodes[node] = client
+        return client
+
+    def node(self, node: int) -> AdminClient:
+        if node not in self._nodes:
+            addresses = self.addresses()
+            if node not in addresses:
+                raise AdminError(f"broker {node} is not available")
+            self._connect(node, *addresses[node])
+        return self._nodes[node]
+
+    def addresses(self) -> dict[int, tuple[str, int]]:
+        if self._addresses is None:
+            self._addresses = self.bootstrap.brokers()
+        return self._addresses
+
+    def coordinator(self, group: str) -> tuple[str, int, int]:
+        """(host, port, node id) of the group's coordinator."""
+        if group not in self._coordinators:
+            self._coordinators[group] = self.bootstrap.find_coordinator(group)
+        node, host, port = self._coordinators[group]
+        return host, port, node
+
+    def _on_coordinator(self, group: str, call: Callable[[AdminClient], T]) -> T:
+        for attempt in range(RETRIES):
+            host, port, node = self.coordinator(group)
+            try:
+                return call(self._connect(node, host, port))
+            except CoordinatorMoved:
+                if attempt == RETRIES - 1:
+                    raise
+                self._coordinators.pop(group, None)
+                time.sleep(BACKOFF_S)
+        raise AssertionError("unreachable")
+
+    # Groups -------------------------------------------------------------------------------
+    def list_groups(self) -> list[tuple[str, str, str, str]]:
+        """(group id, protocol type, state, type) of every group of every broker."""
+        rows: dict[str, tuple[str, str, str, str]] = {}
+        for node in sorted(self.addresses()):
+            for row in self.node(node).list_typed_groups():
+                rows[row[0]] = row
+        return sorted(rows.values())
+
+    def describe_group(self, group: str) -> Any:
+        return self._on_coordinator(group, lambda c: c.describe_group(group))
+
+    def describe_consumer_group(self, group: str) -> Any | None:
+        return self._on_coordinator(group, lambda c: c.describe_consumer_group(group))
+
+    def committed(self, group: str) -> dict[tuple[str, int], int]:
+        return self._on_coordinator(group, lambda c: c.committed(group))
+
+    def commit(self, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], str]:
+        def call(client: AdminClient) -> dict[tuple[str, int], str]:
+            errors = client.commit(group, offsets)
+            moved = [e for e in errors.values() if e in COORDINATOR_ERRORS]
+            if moved:
+                raise CoordinatorMoved(f"OffsetCommit {group!r} failed: {moved[0]}")
+            return errors
+        return self._on_coordinator(group, call)
+
+    def delete_offsets(self, group: str, tps: Iterable[tuple[str, int]]
+                       ) -> tuple[str, dict[tuple[str, int], str]]:
+        wanted = list(tps)
+
+        def call(client: AdminClient) -> tuple[str, dict[tuple[str, int], str]]:
+            top, results = client.delete_offsets(group, wanted)
+            if top in COORDINATOR_ERRORS:
+                raise CoordinatorMoved(f"OffsetDelete {group!r} failed: {top}")
+            return top, results
+        return self._on_coordinator(group, call)
+
+    def delete_groups(self, groups: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for group in groups:
+            def call(client: AdminClient, group: str = group) -> str:
+                error = client.delete_groups([group])[group]
+                if error in COORDINATOR_ERRORS:
+                    raise CoordinatorMoved(f"DeleteGroups {group!r} failed: {error}")
+                return error
+            out[group] = self._on_coordinator(group, call)
+        return out
+
+    # Topics -------------------------------------------------------------------------------
+    def partitions(self, topics: Iterable[str]) -> dict[str, int]:
+        return self.bootstrap.partitions(topics)
+
+    def list_offsets(self, tps: Iterable[tuple[str, int]], timestamp: int
+                     ) -> dict[tuple[str, int], int]:
+        """ListOffsets of each partition, asked of its leader."""
+        wanted = list(tps)
+        leaders = self.bootstrap.leaders(t for t, _ in wanted)
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for tp in wanted:
+            leader = leaders.get(tp, -1)
+            if leader < 0:
+                raise AdminError(f"ListOffsets {tp[0]}-{tp[1]} failed: LEADER_NOT_AVAILABLE")
+            by_leader.setdefault(leader, []).append(tp)
+        out: dict[tuple[str, int], int] = {}
+        for leader, part in sorted(by_leader.items()):
+            out.update(self.node(leader).list_offsets(part, timestamp))
+        return out
