@@ -115,18 +115,6 @@ class ShareAdminClient(AdminClient):
                                             int(g.assignment_epoch), members)
         return out
 
-    def find_coordinator(self, group: str) -> tuple[str, int, int]:
-        """(host, port, node id) of the group's coordinator."""
-        version, r = self.call(FIND_COORDINATOR, key=group, key_type=0,
-                               coordinator_keys=(group,))
-        if version >= 4:
-            (c,) = r.coordinators
-        else:
-            c = r
-        if c.error_code != ErrorCode.none:
-            raise AdminError(f"FindCoordinator {group!r} failed: {error_name(c.error_code)}")
-        return c.host, int(c.port), int(c.node_id)
-
     # Offsets -----------------------------------------------------------------------------------
     def share_offsets(self, group: str) -> list[OffsetRow]:
         """DescribeShareGroupOffsets of every partition the group has (raises on a group

@@ -292,7 +292,7 @@ def describe_members(group: ShareGroupRow, verbose: bool, out: TextIO) -> None:
 def describe_state(admin: ShareAdminClient, group: ShareGroupRow, verbose: bool,
                    out: TextIO) -> None:
     _empty_or_dead(group, 1, out)
-    host, port, node = admin.find_coordinator(group.group_id)
+    node, host, port = admin.find_coordinator(group.group_id)
     coordinator = f"{host}:{port}  ({node})"
     widths = [max(15, len(group.group_id)), max(25, len(coordinator)), 15]
     if verbose:
