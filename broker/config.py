@@ -43,6 +43,10 @@ DEFAULTS: dict[str, str] = {
     "queued.max.response.bytes": "16777216",
     "request.max.elements": "20000",
     "fetch.max.bytes": "57671680",
+    # Client quotas (Kafka's QuotaConfig): the rate a quota limits is measured over this many
+    # samples of this many seconds each.
+    "quota.window.num": "11",
+    "quota.window.size.seconds": "1",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -235,6 +239,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
     "request.max.elements": ConfigKey("INT", at_least(1)),
     "fetch.max.bytes": ConfigKey("INT", at_least(1024)),
+    "quota.window.num": ConfigKey("INT", at_least(1)),
+    "quota.window.size.seconds": ConfigKey("INT", at_least(1)),
     "admin.listener": ConfigKey("STRING"),
     # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,9 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     # The listener the request came in on (its name in `listeners`, e.g. "PLAINTEXT").
     listener: str = "PLAINTEXT"
+    # Mutes the connection the request came on for that many ms (a quota's throttle: Kafka
+    # stops reading the client's requests); None where there is no connection.
+    mute: Callable[[int], None] | None = None
 
     @property
     def config(self) -> BrokerConfig:

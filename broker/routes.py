@@ -51,6 +51,8 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     42: (0, 2, 0, _H + "groups"),  # DeleteGroups
     44: (0, 1, 0, _H + "alter_configs"),  # IncrementalAlterConfigs
     47: (0, 0, 0, _H + "offsets"),  # OffsetDelete
+    48: (0, 1, 0, _H + "client_quotas"),  # DescribeClientQuotas
+    49: (0, 1, 0, _H + "client_quotas"),  # AlterClientQuotas
     65: (0, 0, 0, _H + "transactions"),  # DescribeTransactions
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat

@@ -20,6 +20,8 @@ from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
+from .services.client_quota_store import ClientQuotaStore
+from .services.client_quotas import ClientQuotas
 from .services.group_configs import GroupConfigService
 from .stats import BrokerStats
 
@@ -128,6 +130,9 @@ class Broker:
                                 group_configs.share_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
+            quotas=ClientQuotas(ClientQuotaStore(self.config.log_dirs),
+                                self.config.get_int("quota.window.num"),
+                                self.config.get_int("quota.window.size.seconds")),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -153,6 +158,7 @@ class Broker:
             self.services.broker_configs.load()  # dynamic broker configs over the static ones
             self.services.topics.load_replicas()  # several nodes: the topics' replicas
             self.services.group_configs.load()  # groups' own configs, before the coordinator
+            self.services.quotas.store.load()  # client quotas
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)

@@ -27,6 +27,7 @@ from ..context import RequestContext
 from ..responses import CLOSE_CONNECTION, NO_RESPONSE
 from ..routes import api
 from ..services.errors import ServiceError, service_error
+from ._quota import produce_under_quota
 
 log = logging.getLogger("kafkette.produce")
 # A full disk rejects every produce: one line per error code a while, not one per request.
@@ -43,6 +44,13 @@ _RETRY_ADD = frozenset({CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, NOT_
 
 @api(0, 0, 12, min_accepted=3)
 def handle_produce(ctx: RequestContext, req: Any):
+    quotas = ctx.services.quotas
+    if quotas.active:  # some client quota is set: this client's may throttle it
+        return produce_under_quota(ctx, req, quotas, lambda: _handle_produce(ctx, req))
+    return _handle_produce(ctx, req)
+
+
+def _handle_produce(ctx: RequestContext, req: Any) -> Any:
     if req.transactional_id is not None and ctx.api_version >= 12 and \
             ctx.config.get_int("transaction.version") >= 2:
         # Transaction version 2 (KIP-890): a partition not yet in the transaction is added by

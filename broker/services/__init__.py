@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..config import BrokerConfig
 from .broker_configs import BrokerConfigService
+from .client_quotas import ClientQuotas
 from .cluster import ClusterInfo
 from .errors import ServiceError
 from .group_configs import GroupConfigService
@@ -27,10 +28,11 @@ class Services:
     groups: GroupService
     broker_configs: BrokerConfigService
     group_configs: GroupConfigService
+    quotas: ClientQuotas
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
+__all__ = ["BrokerConfigService", "ClientQuotas", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
            "TopicService"]
