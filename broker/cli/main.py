@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
                              help="control a running kafkette over its admin server: faults, "
                                   "nodes, coordinator and leader moves (`kafkette cluster --help`)")
     cluster.add_argument("args", nargs=argparse.REMAINDER)
+    configs = sub.add_parser("configs", add_help=False,
+                             help="kafka-configs.sh: client quotas of users, clients and ips "
+                                  "(see `kafkette configs --help`)")
+    configs.add_argument("args", nargs=argparse.REMAINDER)
     # Run by transactions_cli, which is imported only then (it imports the protocol codecs).
     txn = sub.add_parser("transactions", help="list and describe transactions")
     txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
@@ -177,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import groups_command
 
         return groups_command.main(argv[1:])
+    if argv[:1] == ["configs"]:
+        from . import configs_command
+
+        return configs_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
         from . import cluster_command
 
