@@ -47,6 +47,8 @@ DEFAULTS: dict[str, str] = {
     # samples of this many seconds each.
     "quota.window.num": "11",
     "quota.window.size.seconds": "1",
+    # Client telemetry (KIP-714): the largest metrics push a client may send.
+    "telemetry.max.bytes": "1048576",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -241,6 +243,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "fetch.max.bytes": ConfigKey("INT", at_least(1024)),
     "quota.window.num": ConfigKey("INT", at_least(1)),
     "quota.window.size.seconds": ConfigKey("INT", at_least(1)),
+    "telemetry.max.bytes": ConfigKey("INT", at_least(1)),
     "admin.listener": ConfigKey("STRING"),
     # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(

@@ -57,6 +57,9 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat
     69: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupDescribe
+    71: (0, 0, 0, _H + "telemetry"),  # GetTelemetrySubscriptions
+    72: (0, 0, 0, _H + "telemetry"),  # PushTelemetry
+    74: (0, 1, 0, _H + "telemetry"),  # ListConfigResources (ListClientMetricsResources at v0)
     76: (1, 1, 1, _H + "share_group"),  # ShareGroupHeartbeat
     77: (1, 1, 1, _H + "share_group"),  # ShareGroupDescribe
 }

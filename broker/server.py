@@ -20,8 +20,10 @@ from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
+from .services.client_metrics import ClientMetricsConfigs
 from .services.client_quota_store import ClientQuotaStore
 from .services.client_quotas import ClientQuotas
+from .services.client_telemetry import ClientTelemetry
 from .services.group_configs import GroupConfigService
 from .stats import BrokerStats
 
@@ -133,6 +135,8 @@ class Broker:
             quotas=ClientQuotas(ClientQuotaStore(self.config.log_dirs),
                                 self.config.get_int("quota.window.num"),
                                 self.config.get_int("quota.window.size.seconds")),
+            telemetry=ClientTelemetry(ClientMetricsConfigs(self.config.log_dirs),
+                                      self.config.get_int("telemetry.max.bytes")),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -159,6 +163,7 @@ class Broker:
             self.services.topics.load_replicas()  # several nodes: the topics' replicas
             self.services.group_configs.load()  # groups' own configs, before the coordinator
             self.services.quotas.store.load()  # client quotas
+            self.services.telemetry.configs.load()  # client metrics subscriptions
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)

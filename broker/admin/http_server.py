@@ -80,6 +80,7 @@ class AdminServer:
             web.get("/v1/groups", self.groups_json),
             web.get("/v1/groups/{group}", self.group_json),
             web.get("/v1/groups/{group}/events", self.events_json),
+            web.get("/v1/clients", self.clients_json),
             web.static("/static", STATIC),
             *ControlApi(self.broker).routes(),
         ])
@@ -123,6 +124,10 @@ class AdminServer:
 
     async def groups_json(self, request: web.Request) -> web.Response:
         return web.json_response(views.groups(self.broker))
+
+    async def clients_json(self, request: web.Request) -> web.Response:
+        """Client instances that asked for a telemetry subscription, and what they pushed."""
+        return web.json_response(self.broker.services.telemetry.clients())
 
     async def group_json(self, request: web.Request) -> web.Response:
         found = views.group(self.broker, request.match_info["group"])

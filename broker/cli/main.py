@@ -82,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help="kafka-configs.sh: client quotas of users, clients and ips "
                                   "(see `kafkette configs --help`)")
     configs.add_argument("args", nargs=argparse.REMAINDER)
+    client_metrics = sub.add_parser(
+        "client-metrics", add_help=False,
+        help="kafka-client-metrics.sh: client telemetry subscriptions (KIP-714): --alter, "
+             "--describe, --list, --delete (see `kafkette client-metrics --help`)")
+    client_metrics.add_argument("args", nargs=argparse.REMAINDER)
     # Run by transactions_cli, which is imported only then (it imports the protocol codecs).
     txn = sub.add_parser("transactions", help="list and describe transactions")
     txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
@@ -185,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import configs_command
 
         return configs_command.main(argv[1:])
+    if argv[:1] == ["client-metrics"]:
+        from . import client_metrics_command
+
+        return client_metrics_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
         from . import cluster_command
 

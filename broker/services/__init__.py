@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..config import BrokerConfig
 from .broker_configs import BrokerConfigService
 from .client_quotas import ClientQuotas
+from .client_telemetry import ClientTelemetry
 from .cluster import ClusterInfo
 from .errors import ServiceError
 from .group_configs import GroupConfigService
@@ -29,10 +30,11 @@ class Services:
     broker_configs: BrokerConfigService
     group_configs: GroupConfigService
     quotas: ClientQuotas
+    telemetry: ClientTelemetry
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["BrokerConfigService", "ClientQuotas", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
+__all__ = ["BrokerConfigService", "ClientQuotas", "ClientTelemetry", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
            "TopicService"]
