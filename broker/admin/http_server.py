@@ -71,6 +71,7 @@ class AdminServer:
             web.get("/metrics", self.metrics),
             web.get("/", self.index_page),
             web.get("/config", self.config_page),
+            web.get("/clients", self.clients_page),
             web.get("/groups/{group}", self.group_page),
             web.get("/groups/{group}/live", self.group_live),
             web.get("/topics/{topic}", self.topic_page),
@@ -143,6 +144,9 @@ class AdminServer:
     async def index_page(self, request: web.Request) -> web.Response:
         return _html(pages.index(views.broker_info(self.broker), views.groups(self.broker),
                                  views.topics(self.broker)))
+
+    async def clients_page(self, request: web.Request) -> web.Response:
+        return _html(pages.clients(self.broker.services.telemetry.clients()))
 
     async def config_page(self, request: web.Request) -> web.Response:
         return _html(pages.config(views.broker_info(self.broker)))

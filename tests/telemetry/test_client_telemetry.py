@@ -66,6 +66,9 @@ def test_a_producers_pushed_metrics_show_per_client(broker) -> None:
     assert any(line.startswith("kafkette_client_metric{") and 'client_id="telemetry-app"' in line
                and "org.apache.kafka.producer.record.queue.time.avg" in line
                for line in text.splitlines())
+    page = _get(url + "/clients").decode()
+    assert "<h2>telemetry-app</h2>" in page
+    assert "org.apache.kafka.producer.record.queue.time.avg" in page
     producer.flush(5)
 
 
