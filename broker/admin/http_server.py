@@ -82,6 +82,7 @@ class AdminServer:
             web.get("/v1/groups/{group}", self.group_json),
             web.get("/v1/groups/{group}/events", self.events_json),
             web.get("/v1/clients", self.clients_json),
+            web.get("/v1/quotas", self.quotas_json),
             web.static("/static", STATIC),
             *ControlApi(self.broker).routes(),
         ])
@@ -129,6 +130,10 @@ class AdminServer:
     async def clients_json(self, request: web.Request) -> web.Response:
         """Client instances that asked for a telemetry subscription, and what they pushed."""
         return web.json_response(self.broker.services.telemetry.clients())
+
+    async def quotas_json(self, request: web.Request) -> web.Response:
+        """Client quotas set, and each throttled client's measured rate and last throttle."""
+        return web.json_response(self.broker.services.quotas.view())
 
     async def group_json(self, request: web.Request) -> web.Response:
         found = views.group(self.broker, request.match_info["group"])

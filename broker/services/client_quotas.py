@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from .client_quota_store import (
     CLIENT_ID,
@@ -172,8 +173,13 @@ class QuotaKind:
             return None
         return found[0] * (self._samples - 1) * self._window_ms / 1000
 
-    def rates(self, now_ms: float) -> dict[tuple[str, str], float]:
-        return {key: rate.measure(now_ms) for key, rate in self._rates.items()}
+    def measured(self, now_ms: float) -> list[dict[str, Any]]:
+        """Each rate kept: its (user, client id), the rate now, its limit, the last throttle."""
+        limits = {found[1]: found[0] for found in self._limits.values() if found is not None}
+        return [{"user": user, "client_id": client, "rate": rate.measure(now_ms),
+                 "limit": limits.get((user, client)),
+                 "last_throttle_ms": self.throttled_ms.get((user, client), 0)}
+                for (user, client), rate in sorted(self._rates.items())]
 
 
 class ClientQuotas:
@@ -194,6 +200,16 @@ class ClientQuotas:
                       if kind.key in quotas}
             kind.reset(values.get, bool(values))
         self.active = self.produce.enabled or self.fetch.enabled or self.request.enabled
+
+    def view(self) -> dict[str, Any]:
+        """The quotas set and the rates measured (the admin server's ``/v1/quotas``)."""
+        now = self.now_ms()
+        return {
+            "entities": [{"entity": {kind: name for kind, name in entity}, "quotas": quotas}
+                         for entity, quotas in self.store.entities.items()],
+            "produce": self.produce.measured(now), "fetch": self.fetch.measured(now),
+            "request": self.request.measured(now),
+        }
 
     @staticmethod
     def now_ms() -> float:

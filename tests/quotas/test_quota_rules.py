@@ -46,6 +46,9 @@ def test_throttle_time_is_kafkas(tmp_path) -> None:
     # rate 20,000 / 10 s = 2000 B/s: (2000 - 1000) / 1000 * 10,000 ms
     assert quotas.produce.record("ANONYMOUS", "app", 10_000, 0) == 10_000
     assert quotas.produce.record("ANONYMOUS", "other", 50_000, 0) == 0  # no quota for it
+    [measured] = quotas.view()["produce"]
+    assert (measured["user"], measured["client_id"], measured["limit"],
+            measured["last_throttle_ms"]) == ("", "app", 1000, 10_000)
 
 
 def test_lookup_order_and_shared_rates(tmp_path) -> None:
