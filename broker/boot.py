@@ -17,11 +17,14 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from .api_versions import SHARE_VERSION, TRANSACTION_VERSION, early_answer
+from .security.config_keys import TLS_PROTOCOLS
+from .security.tls import TlsConfigError, server_context, tls_factory
 
 if TYPE_CHECKING:
     from .config import BrokerConfig, Listener
@@ -34,9 +37,12 @@ class StartupError(Exception):
     """The broker cannot start (e.g. a listener's port is taken); the message names it."""
 
 
-async def bind(listener: Listener, port: int, factory: ProtocolFactory) -> asyncio.Server:
-    """A server on ``listener``'s host and ``port``; StartupError naming it if it cannot."""
+async def bind(listener: Listener, port: int, factory: ProtocolFactory,
+               ssl_context: ssl.SSLContext | None = None) -> asyncio.Server:
+    """A server on ``listener``'s host and ``port``; StartupError naming it if it cannot.
+    With ``ssl_context`` each connection gets ``factory()`` once its TLS handshake is done."""
     loop = asyncio.get_running_loop()
+    factory = tls_factory(ssl_context, factory)
     try:
         sock = _bound_socket(listener.host, port)
         if sock is not None:
@@ -86,9 +92,16 @@ class EarlyListener:
         self.max_unsent = config.get_int("queued.max.response.bytes")
         self._factory: ProtocolFactory | None = None
         self._early: set[EarlyConnection] = set()
+        self.ssl_context: ssl.SSLContext | None = None
+        if config.security_protocols.get(listener.name) in TLS_PROTOCOLS:
+            try:
+                self.ssl_context = server_context(config, listener.name)
+            except TlsConfigError as exc:
+                raise StartupError(f"listener {listener.name}: {exc}") from None
 
     async def bind(self) -> EarlyListener:
-        self.server = await bind(self.listener, self.listener.port, self._protocol)
+        self.server = await bind(self.listener, self.listener.port, self._protocol,
+                                 self.ssl_context)
         return self
 
     def _protocol(self) -> asyncio.Protocol:

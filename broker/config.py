@@ -18,6 +18,15 @@ from urllib.parse import urlsplit
 from kafkette.coordinator.group.consumer.defaults import DEFAULTS as CONSUMER_GROUP_DEFAULTS
 from kafkette.coordinator.group.share.defaults import DEFAULTS as SHARE_GROUP_DEFAULTS
 
+from .security.config_keys import (
+    PASSWORD,
+    SECURITY_DEFAULTS,
+    SECURITY_KEYS,
+    is_password,
+    listener_problem,
+    scoped_key,
+)
+
 log = logging.getLogger("kafkette.broker.config")
 
 DEFAULTS: dict[str, str] = {
@@ -113,6 +122,8 @@ DEFAULTS: dict[str, str] = {
     # The finalized level of the transaction.version feature (Kafka finalizes it with
     # kafka-storage format / kafka-features): 2 enables KIP-890's transaction version 2.
     "transaction.version": "2",
+    # TLS listeners and SASL (Kafka's defaults; broker/security/config_keys.py)
+    **SECURITY_DEFAULTS,
 }
 
 
@@ -258,6 +269,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "group.consumer.assignors": ConfigKey("LIST"),
     "group.consumer.migration.policy": ConfigKey(
         "STRING", one_of("bidirectional", "upgrade", "downgrade", "disabled")),
+    # TLS and SASL: a PASSWORD is parsed as a STRING and printed [hidden]
+    **{key: ConfigKey("STRING" if spec.type == PASSWORD else spec.type, spec.check)
+       for key, spec in SECURITY_KEYS.items()},
 }
 
 
@@ -286,6 +300,9 @@ def _topic_bounds(complaint: Callable[[str, float], str | None], topic_name: str
 def config_key(key: str) -> ConfigKey | None:
     """The type and check of ``key``; None for a key the broker does not know."""
     spec = CONFIG_KEYS.get(key)
+    if spec is None and key.startswith("listener.name."):
+        scoped = scoped_key(key)  # listener.name.<l>.[<mechanism>.]<security key>
+        return CONFIG_KEYS[scoped[0]] if scoped is not None else None
     if spec is None and key not in DEFAULTS:  # every synonym with a default is listed above
         _add_topic_synonyms()
         spec = CONFIG_KEYS.get(key)
@@ -336,7 +353,8 @@ def parse_value(key: str, raw: str) -> object:
         parsed = value
     complaint = spec.check(parsed) if spec.check else None
     if complaint:
-        raise ConfigError(f"Invalid value {raw} for configuration {key}: {complaint}")
+        shown = "[hidden]" if is_password(key) else raw  # Kafka never prints a PASSWORD
+        raise ConfigError(f"Invalid value {shown} for configuration {key}: {complaint}")
     return parsed
 
 
@@ -351,14 +369,16 @@ class Listener(NamedTuple):
 def _parse_one_listener(item: str) -> Listener:
     if "://" not in item:
         raise ConfigError(f"listener {item!r} must look like PLAINTEXT://host:port")
-    name = item.split("://", 1)[0].strip().upper()
+    name, _, address = item.partition("://")
+    name = name.strip().upper()
+    parts = urlsplit("tcp://" + address)  # listener names such as SASL_SSL are no URL scheme
     try:
-        port = urlsplit(item).port
+        port = parts.port
     except ValueError:
         port = None
     if port is None:
         raise ConfigError(f"listener {item!r} has no port")
-    return Listener(name, urlsplit(item).hostname or "0.0.0.0", port)
+    return Listener(name, parts.hostname or "0.0.0.0", port)
 
 
 def parse_listeners(value: str) -> list[Listener]:
@@ -463,10 +483,9 @@ class BrokerConfig(Mapping[str, str]):
             if protocol is None:
                 raise ConfigError(f"No security protocol defined for listener {item.name} "
                                   "(listener.security.protocol.map)")
-            if protocol != "PLAINTEXT":
-                raise ConfigError(f"Invalid value {self._values['listeners']} for configuration "
-                                  f"listeners: kafkette serves PLAINTEXT only, {item.name} "
-                                  f"is {protocol}")
+            problem = listener_problem(self._values, item.name, protocol)
+            if problem is not None:
+                raise ConfigError(problem)
         return sorted(key for key in self._supplied
                       if config_key(key) is None and key not in NO_EFFECT_KEYS
                       and key not in ("log.dir",))
@@ -477,7 +496,8 @@ class BrokerConfig(Mapping[str, str]):
 
     def log_values(self) -> None:
         """Kafka's start-up dump of the effective config, one ``key = value`` a line."""
-        lines = "".join(f"\n\t{key} = {self._values[key]}" for key in sorted(self._values))
+        lines = "".join(f"\n\t{key} = {'[hidden]' if is_password(key) else self._values[key]}"
+                        for key in sorted(self._values))
         log.info("kafkette config values:%s", lines)
 
     def get_int(self, key: str) -> int:

@@ -48,6 +48,8 @@ from .responses import (
 from .routes import PIPELINED, REPEATS
 
 if TYPE_CHECKING:
+    from .security.authenticator import SaslGate
+    from .security.listener import ListenerSecurity
     from .services import Services
     from .stats import BrokerStats
 
@@ -65,13 +67,17 @@ class ConnectionOwner(Protocol):
     connections: set[KafkaConnection]
     faults: FaultRegistry
     stats: BrokerStats
-
+    # the listener's authentication (TLS client certificates, SASL); None: none
+    security: ListenerSecurity | None
 
 
 class KafkaConnection(asyncio.Protocol):
     # _dispatch's per-connection state, made on first use (see _dispatch).
     _header: HeaderParser | None = None
     _memos: dict[int, request_memo.RequestMemo] | None = None
+    # A SASL listener's authentication (broker/security/authenticator.py) sees every frame
+    # until the connection is authenticated (and while its session expires); None after.
+    _gate: SaslGate | None = None
     # _send's one-slot memo: the last small response object framed, and its frame from byte 8
     # (after size and correlation id) on.
     _sent_body: Any = None
@@ -144,6 +150,11 @@ class KafkaConnection(asyncio.Protocol):
             self.client_host = f"/{peer[0]}"
         self.broker.connections.add(self)
         stream.set_write_buffer_limits(high=self._max_unsent)
+        security = self.broker.security
+        if security is not None:  # sets the principal, and the gate of a SASL listener
+            self._gate = gate = security.on_connect(self, stream)
+            if gate is not None:  # Kafka reads at most sasl.server.max.receive.size till then
+                self._reader.max_size = min(self._reader.max_size, security.max_receive_size)
         if self._idle_ms > 0:
             self._idle_handle = asyncio.get_running_loop().call_later(
                 self._idle_ms / 1000, self._check_idle
@@ -247,7 +258,9 @@ class KafkaConnection(asyncio.Protocol):
             self._queued_bytes -= len(frame)
             outcome = self._dispatch(frame)
             if outcome is None:
-                return  # connection closed
+                if self._closed:
+                    return
+                continue  # consumed by the authentication gate
             corr, api_codec, result = outcome
             kind = _RESULT_KINDS.get(type(result))
             if kind is None:
@@ -339,6 +352,11 @@ class KafkaConnection(asyncio.Protocol):
         return True
 
     def _dispatch(self, frame: bytes) -> tuple[int, Any, Any] | None:
+        gate = self._gate
+        if gate is not None:  # not authenticated yet (or a session that expires)
+            verdict = gate.admit(frame)
+            if verdict is not True:
+                return verdict  # answered by the gate, or consumed (None)
         if self._stats is not None:  # latency is measured only for the admin server's metrics
             self._started = time.perf_counter()
         if len(frame) < 8:
@@ -458,6 +476,18 @@ class KafkaConnection(asyncio.Protocol):
             self._sent_size = len(data) - 4
             self._sent_tail = data[8:]
         self._out.append(data)
+
+    # What the authentication gate calls ---------------------------------------------------
+    def send_raw(self, data: bytes) -> None:
+        """Write an already framed answer after every response before it."""
+        self._out.append(data)
+        self._flush()
+
+    def authenticated(self, principal: str, gate: SaslGate | None) -> None:
+        """Authenticated as ``principal``; ``gate`` stays only if the session expires."""
+        self.principal = principal
+        self._gate = gate
+        self._reader.max_size = self.broker.config.get_int("socket.request.max.bytes")
 
     def _flush(self) -> None:
         out = self._out

@@ -35,6 +35,7 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     14: (0, 5, 0, _H + "groups"),  # SyncGroup
     15: (0, 6, 0, _H + "groups"),  # DescribeGroups
     16: (0, 5, 0, _H + "groups"),  # ListGroups
+    17: (0, 1, 0, _H + "sasl"),  # SaslHandshake (before authentication: broker/security/)
     18: (0, 4, 0, "kafkette.broker.api_versions"),
     19: (2, 7, 2, _H + "create_topics"),
     20: (1, 6, 1, _H + "delete_topics"),
@@ -47,12 +48,15 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     28: (0, 5, 0, _H + "transactions"),  # TxnOffsetCommit
     32: (1, 4, 1, _H + "describe_configs"),
     33: (0, 2, 0, _H + "alter_configs"),
+    36: (0, 2, 0, _H + "sasl"),  # SaslAuthenticate (before authentication: broker/security/)
     37: (0, 3, 0, _H + "create_partitions"),
     42: (0, 2, 0, _H + "groups"),  # DeleteGroups
     44: (0, 1, 0, _H + "alter_configs"),  # IncrementalAlterConfigs
     47: (0, 0, 0, _H + "offsets"),  # OffsetDelete
     48: (0, 1, 0, _H + "client_quotas"),  # DescribeClientQuotas
     49: (0, 1, 0, _H + "client_quotas"),  # AlterClientQuotas
+    50: (0, 0, 0, _H + "scram_credentials"),  # DescribeUserScramCredentials
+    51: (0, 0, 0, _H + "scram_credentials"),  # AlterUserScramCredentials
     65: (0, 0, 0, _H + "transactions"),  # DescribeTransactions
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat

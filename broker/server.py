@@ -18,6 +18,8 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .security.config_keys import ADD_SCRAM, parse_add_scram
+from .security.listener import ListenerSecurity, SecurityConfigError, listener_securities
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
 from .services.client_metrics import ClientMetricsConfigs
@@ -25,6 +27,7 @@ from .services.client_quota_store import ClientQuotaStore
 from .services.client_quotas import ClientQuotas
 from .services.client_telemetry import ClientTelemetry
 from .services.group_configs import GroupConfigService
+from .services.scram_credentials import ScramCredentialService
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
@@ -47,6 +50,8 @@ class ListenerView:
         self.bound = bound
         self.server: asyncio.Server | None = None
         self.node_id = broker.config.node_id if node_id is None else node_id
+        # how this listener's connections authenticate (None: PLAINTEXT, nothing to do)
+        self.security = broker.listener_security.get(listener.name)
         nodes = broker.cluster_nodes
         # Metadata and FindCoordinator answer with the address of the listener asked; with
         # several nodes, each sees only the partitions it leads.
@@ -115,6 +120,8 @@ class Broker:
         self._node_ports = dict(node_ports or {})
         self._early = dict(early or {})
         self.logs = LogManager(self.config)
+        # each listener's authentication, by listener name (built by start())
+        self.listener_security: dict[str, ListenerSecurity] = {}
         self._server: asyncio.Server | None = None
         self._servers: list[asyncio.Server] = []
         self.views: list[ListenerView] = []
@@ -137,6 +144,7 @@ class Broker:
                                 self.config.get_int("quota.window.size.seconds")),
             telemetry=ClientTelemetry(ClientMetricsConfigs(self.config.log_dirs),
                                       self.config.get_int("telemetry.max.bytes")),
+            scram_credentials=ScramCredentialService(self.config),
         )
         self._coordinator_task: asyncio.Future | None = None
         self.admin: Any = None  # the admin HTTP server (admin.listener), when enabled
@@ -157,6 +165,7 @@ class Broker:
         """
         self.config.warn_unknown()  # raises ConfigError on the first invalid value
         self.config.log_values()
+        self.listener_security = self._listener_security()
         await self.logs.start()
         try:
             self.services.broker_configs.load()  # dynamic broker configs over the static ones
@@ -164,6 +173,7 @@ class Broker:
             self.services.group_configs.load()  # groups' own configs, before the coordinator
             self.services.quotas.store.load()  # client quotas
             self.services.telemetry.configs.load()  # client metrics subscriptions
+            self._load_scram_credentials()
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
                     await self._listen(listener, node_id)
@@ -174,6 +184,28 @@ class Broker:
         self._bound = self.views[0].bound
         self._coordinator_task = asyncio.ensure_future(self._start_groups())
         self.admin = await start_admin(self)
+
+    def _listener_security(self) -> dict[str, ListenerSecurity]:
+        """The TLS context and SASL settings of every listener that has any."""
+        try:
+            credentials = self.services.scram_credentials
+            found = listener_securities(self.config, self.config.security_protocols,
+                                        [item.name for item in self.config.broker_listeners],
+                                        credentials.lookup if credentials else None)
+        except SecurityConfigError as exc:
+            raise StartupError(str(exc)) from None
+        return {name: sec for name, sec in found.items() if sec.protocol != "PLAINTEXT"}
+
+    def _load_scram_credentials(self) -> None:
+        """The stored SCRAM users, then those of ``kafkette.scram.users`` (seeded like
+        ``kafka-storage.sh format --add-scram``: SCRAM-SHA-256=[name=alice,password=...];...)."""
+        credentials = self.services.scram_credentials
+        if credentials is None:
+            return
+        credentials.load()
+        for mechanism, user, password, iterations in parse_add_scram(
+                self.config.get_str(ADD_SCRAM)):
+            credentials.add_password_now(user, mechanism, password, iterations)
 
     async def _start_groups(self) -> None:
         await self.services.groups.start()
@@ -199,7 +231,8 @@ class Broker:
         if early is not None:  # bound before the broker was ready: hand its connections over
             server = early.open(lambda: KafkaConnection(view))
         else:
-            server = await bind(listener, port, lambda: KafkaConnection(view))
+            context = view.security.ssl_context if view.security is not None else None
+            server = await bind(listener, port, lambda: KafkaConnection(view), context)
         host, port = server.sockets[0].getsockname()[:2]
         view.bound = (host, port)
         view.server = server

@@ -67,6 +67,15 @@ class FrameReader:
     def buffered(self) -> int:
         return len(self._buf) + self._chunked
 
+    @property
+    def max_size(self) -> int:
+        """The largest frame accepted; a connection lowers it until it is authenticated."""
+        return self._max_size
+
+    @max_size.setter
+    def max_size(self, value: int) -> None:
+        self._max_size = value
+
 
 def frame(payload: bytes) -> bytes:
     return _SIZE.pack(len(payload)) + payload

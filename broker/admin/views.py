@@ -10,6 +10,7 @@ from typing import Any
 from kafkette.protocol.records import CorruptRecordError, decode_records, iter_batches
 from kafkette.storage.errors import OffsetOutOfRangeError
 
+from ..security.config_keys import is_password
 from . import groups_view
 
 MAX_RECORDS = 1000
@@ -145,4 +146,6 @@ def broker_info(broker: Any) -> dict[str, Any]:
             "bootstrap": broker.bootstrap, "listener": f"{host}:{port}",
             "connections": len(broker.connections),
             "coordinator_ready": broker.coordinator is not None,
-            "config": dict(sorted(broker.config.items()))}
+            # secrets (JAAS configs, key passwords) are shown [hidden], as Kafka logs them
+            "config": {k: "[hidden]" if is_password(k) else v
+                       for k, v in sorted(broker.config.items())}}

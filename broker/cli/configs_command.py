@@ -1,185 +1,165 @@
-"""``kafkette configs`` (kafka-configs.sh) over the wire: client quotas of users, client ids and
-ips (DescribeClientQuotas / AlterClientQuotas), with Kafka's flags and output::
+"""``kafkette configs`` (like kafka-configs.sh) for the ``users`` entity: SCRAM credentials.
 
-    kafkette configs --bootstrap-server HOST:PORT --alter --entity-type clients \\
-        --entity-name my-app --add-config 'producer_byte_rate=1048576'
-    kafkette configs --bootstrap-server HOST:PORT --describe --entity-type users --entity-default
-    kafkette configs --bootstrap-server HOST:PORT --alter --user alice --client my-app \\
-        --delete-config producer_byte_rate
+    kafkette configs --bootstrap-server HOST:PORT [--command-config FILE] --entity-type users \\
+        --entity-name alice --alter --add-config 'SCRAM-SHA-512=[iterations=8192,password=s3cret]'
+    kafkette configs ... --entity-type users --entity-name alice --alter --delete-config SCRAM-SHA-512
+    kafkette configs ... --entity-type users [--entity-name alice] --describe
 
-confluent-kafka's AdminClient has no client quota calls, so this speaks the two APIs with the
-project's wire client; it asks the first bootstrap server that answers (any broker serves them).
+As Kafka's tool, the password is salted and hashed here (AlterUserScramCredentials carries the
+salted password, never the password) and the output lines are Kafka's. Topic, broker and group
+configs are not served by this command yet.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from typing import NoReturn, TextIO
-
-from kio.schema.errors import ErrorCode
+from typing import Any, NoReturn, TextIO
 
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 
-from .admin_client import AdminClient, AdminError
+from ..config import read_properties
+from ..security.scram import (
+    DEFAULT_ITERATIONS,
+    MECHANISM_CODES,
+    MECHANISM_NAMES,
+    MIN_ITERATIONS,
+    random_salt,
+    salted_password,
+)
+from .client_security import AuthError
+from .wire_client import WireClient
 
-DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
-QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
-_DESCRIBED_AS = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
-MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
-
-
-class CommandError(Exception):
-    """A command line kafka-configs.sh refuses (printed, exit 1)."""
+DESCRIBE, ALTER = 50, 51
+_CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.S)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise CommandError(message)
+        self.exit(2, f"kafkette configs: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kafkette configs", description="Add, remove or list client quotas "
-                     "(kafka-configs.sh).")
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--alter", action="store_true", help="alter the entity's configs")
-    action.add_argument("--describe", action="store_true", help="list the entity's configs")
-    parser.add_argument("--entity-type", action="append", default=[],
-                        choices=sorted(QUOTA_ENTITY_TYPES))
+    parser = _Parser(prog="kafkette configs",
+                     description="Describe or alter SCRAM credentials (kafka-configs.sh "
+                                 "--entity-type users)")
+    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--command-config", help="client properties (security.protocol, "
+                                                 "sasl.mechanism, sasl.jaas.config, ssl.*)")
+    parser.add_argument("--entity-type", required=True)
     parser.add_argument("--entity-name", action="append", default=[])
-    parser.add_argument("--entity-default", action="append_const", const=None, dest="defaults",
-                        default=[], help="the default entity of --entity-type")
-    parser.add_argument("--user", metavar="NAME", help="--entity-type users --entity-name NAME")
-    parser.add_argument("--client", metavar="ID", help="--entity-type clients --entity-name ID")
-    parser.add_argument("--ip", metavar="IP", help="--entity-type ips --entity-name IP")
-    parser.add_argument("--add-config", metavar="K=V,K=V", default="",
-                        help="quotas to set, e.g. 'producer_byte_rate=1048576,"
-                             "consumer_byte_rate=2097152'")
-    parser.add_argument("--delete-config", metavar="K,K", default="",
-                        help="quotas to remove, e.g. 'producer_byte_rate'")
+    parser.add_argument("--describe", action="store_true")
+    parser.add_argument("--alter", action="store_true")
+    parser.add_argument("--add-config", default="")
+    parser.add_argument("--delete-config", default="")
     return parser
 
 
-def _entities(args: argparse.Namespace, argv: list[str]) -> list[tuple[str, str | None, bool]]:
-    """(entity type, name, named) in command-line order: an --entity-name or --entity-default
-    follows its --entity-type, as in kafka-configs.sh; ``named`` False: the type only."""
-    out: list[tuple[str, str | None, bool]] = []
-    for flag, kind in (("--user", "users"), ("--client", "clients"), ("--ip", "ips")):
-        value = getattr(args, flag[2:])
-        if value is not None:
-            out.append((kind, None if value == "<default>" else value, True))
-    pending: list[str] = []
-    names: list[tuple[str | None, bool]] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        flag, _, inline = token.partition("=")
-        if flag == "--entity-type":
-            pending.append(inline or argv[i + 1])
-        elif flag == "--entity-name":
-            value = inline or argv[i + 1]
-            names.append((None if value == "<default>" else value, True))
-        elif token == "--entity-default":
-            names.append((None, True))
-        i += 1
-    if len(names) > len(pending):
-        raise CommandError("an --entity-name or --entity-default needs an --entity-type")
-    for index, kind in enumerate(pending):
-        name, named = names[index] if index < len(names) else (None, False)
-        out.append((kind, name, named))
-    if not out:
-        raise CommandError("Missing required argument: --entity-type (or --user / --client)")
-    kinds = [QUOTA_ENTITY_TYPES[kind] for kind, _, _ in out]
-    if len(set(kinds)) != len(kinds):
-        raise CommandError("an entity type can be given once")
-    return out
-
-
-def _parse_add(text: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise CommandError(f"Invalid entity config: all configs to be added must be in the "
-                               f"format \"key=val\": {item}")
-        try:
-            out[key.strip()] = float(value)
-        except ValueError:
-            raise CommandError(f"Invalid value {value} for quota {key.strip()}: not a number") \
-                from None
-    return out
-
-
-def run(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
+def main(argv: list[str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    err = err or sys.stderr
+    args = build_parser().parse_args(argv)
+    if args.entity_type not in ("users", "user"):
+        print(f"kafkette configs: only --entity-type users (SCRAM credentials) is served, "
+              f"not {args.entity_type}", file=sys.stderr)
+        return 2
+    if args.describe == args.alter:
+        print("kafkette configs: give exactly one of --describe and --alter", file=sys.stderr)
+        return 2
+    security = read_properties_file(args.command_config) if args.command_config else None
     try:
-        args = build_parser().parse_args(argv)
-        entities = _entities(args, argv)
-        with AdminClient(args.bootstrap_server, client_id="kafkette-configs") as admin:
+        with WireClient(args.bootstrap_server, client_id="kafkette-configs",
+                        security=security) as client:
             if args.describe:
-                return _describe(admin, entities, out)
-            return _alter(admin, entities, _parse_add(args.add_config),
-                          [k.strip() for k in args.delete_config.split(",") if k.strip()], out)
-    except (CommandError, AdminError) as exc:
-        print(f"Error: {exc}", file=err)
+                return _describe(client, args.entity_name, out)
+            if len(args.entity_name) != 1:
+                print("kafkette configs: --alter needs one --entity-name", file=sys.stderr)
+                return 2
+            return _alter(client, args.entity_name[0], args.add_config, args.delete_config, out)
+    except (OSError, AuthError) as exc:
+        print(f"kafkette configs: {args.bootstrap_server}: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:
+        print(f"kafkette configs: {exc}", file=sys.stderr)
+        return 2
 
 
-def _describe(admin: AdminClient, entities: list[tuple[str, str | None, bool]],
-              out: TextIO) -> int:
-    cls = request_type(DESCRIBE_CLIENT_QUOTAS, 1)
-    component_cls = item_type(cls, "components")
-    components = tuple(
-        make(component_cls, entity_type=QUOTA_ENTITY_TYPES[kind],
-             match_type=(MATCH_SPECIFIED if not named else MATCH_DEFAULT if name is None
-                         else MATCH_EXACT),
-             match=name if named else None)
-        for kind, name, named in entities)
-    r = admin.request(DESCRIBE_CLIENT_QUOTAS, 1, components=components, strict=True)
-    if r.error_code != ErrorCode.none:
-        raise AdminError(r.error_message or ErrorCode(r.error_code).name.upper())
-    for entry in r.entries or ():
-        names = {e.entity_type: e.entity_name for e in entry.entity}
-        described = ", ".join(
-            f"the default {_DESCRIBED_AS[kind]}" if names[kind] is None
-            else f"{_DESCRIBED_AS[kind]} '{names[kind]}'"
-            for kind in ("user", "client-id", "ip") if kind in names)
-        values = ", ".join(f"{v.key}={float(v.value)}" for v in entry.values)
-        print(f"Quota configs for {described} are {values}", file=out)
+def read_properties_file(path: str) -> dict[str, str]:
+    from pathlib import Path
+
+    return read_properties(Path(path))
+
+
+def _describe(client: WireClient, users: list[str], out: TextIO) -> int:
+    cls = request_type(DESCRIBE, 0)
+    user_cls = item_type(cls, "users")
+    answer = client.request(DESCRIBE, 0, make(cls, users=tuple(make(user_cls, name=u)
+                                                              for u in users) or None))
+    for result in answer.results:
+        if result.error_code.value == 91:  # RESOURCE_NOT_FOUND: not listed, as Kafka's tool
+            continue
+        if result.error_code.value:
+            print(f"Error retrieving SCRAM credential configs for user-principal "
+                  f"'{result.user}': {result.error_message}", file=out)
+            continue
+        text = ", ".join(f"{MECHANISM_NAMES.get(i.mechanism, 'UNKNOWN')}=iterations={i.iterations}"
+                         for i in result.credential_infos)
+        print(f"SCRAM credential configs for user-principal '{result.user}' are {text}", file=out)
     return 0
 
 
-def _alter(admin: AdminClient, entities: list[tuple[str, str | None, bool]],
-           added: dict[str, float], deleted: list[str], out: TextIO) -> int:
-    if not added and not deleted:
-        raise CommandError("At least one of --add-config or --delete-config must be specified "
-                           "with --alter")
-    if any(not named for _, _, named in entities):
-        raise CommandError("--entity-name or --entity-default must be specified with --alter")
-    cls = request_type(ALTER_CLIENT_QUOTAS, 1)
-    entry_cls = item_type(cls, "entries")
-    entity_cls, op_cls = item_type(entry_cls, "entity"), item_type(entry_cls, "ops")
-    ops = tuple(make(op_cls, key=k, value=v, remove=False) for k, v in added.items()) + tuple(
-        make(op_cls, key=k, value=0.0, remove=True) for k in deleted)
-    entity = tuple(make(entity_cls, entity_type=QUOTA_ENTITY_TYPES[kind], entity_name=name)
-                   for kind, name, _ in entities)
-    r = admin.request(ALTER_CLIENT_QUOTAS, 1, entries=(make(entry_cls, entity=entity, ops=ops),),
-                      validate_only=False)
-    [result] = r.entries
-    if result.error_code != ErrorCode.none:
-        raise AdminError(result.error_message or ErrorCode(result.error_code).name.upper())
-    kind, name, _ = entities[0]
-    if name is None:
-        print(f"Completed updating default config for {kind} in the cluster.", file=out)
-    else:
-        print(f"Completed updating config for {kind[:-1]} {name}.", file=out)
+def _split_configs(text: str) -> list[tuple[str, str]]:
+    """``K=[v],K2=v2`` -> [(K, v), (K2, v2)] (brackets group values with commas)."""
+    out, depth, start = [], 0, 0
+    for i, char in enumerate(text + ","):
+        depth += (char == "[") - (char == "]")
+        if char == "," and depth == 0:
+            item = text[start:i].strip()
+            start = i + 1
+            if item:
+                key, _, value = item.partition("=")
+                out.append((key.strip(), value.strip().removeprefix("[").removesuffix("]")))
+    return out
+
+
+def _alter(client: WireClient, user: str, add: str, delete: str, out: TextIO) -> int:
+    cls = request_type(ALTER, 0)
+    up_cls, del_cls = item_type(cls, "upsertions"), item_type(cls, "deletions")
+    upsertions: list[Any] = []
+    for mechanism, value in _split_configs(add):
+        if mechanism not in MECHANISM_CODES:
+            raise ValueError(f"Only quota and SCRAM credential configs can be added for 'users'"
+                             f" using --bootstrap-server. Unexpected config names: {mechanism}")
+        match = _CREDENTIAL.fullmatch(value)
+        if match is None:
+            raise ValueError(f"Invalid credential property {mechanism}={value}")
+        raw = match.group(1)
+        iterations = int(raw) if raw not in (None, "", "-1") else DEFAULT_ITERATIONS
+        if iterations < MIN_ITERATIONS:
+            raise ValueError(f"Iterations {iterations} is less than the minimum "
+                             f"{MIN_ITERATIONS} required for {mechanism}")
+        salt = random_salt()
+        upsertions.append(make(up_cls, name=user, mechanism=MECHANISM_CODES[mechanism],
+                               iterations=iterations, salt=salt,
+                               salted_password=salted_password(mechanism, match.group(2), salt,
+                                                               iterations)))
+    deletions = []
+    for mechanism in (m.strip() for m in delete.split(",") if m.strip()):
+        if mechanism not in MECHANISM_CODES:
+            raise ValueError(f"Only quota and SCRAM credential configs can be deleted for "
+                             f"'users' using --bootstrap-server. Unexpected config names: "
+                             f"{mechanism}")
+        deletions.append(make(del_cls, name=user, mechanism=MECHANISM_CODES[mechanism]))
+    if not upsertions and not deletions:
+        raise ValueError("--alter needs --add-config or --delete-config")
+    answer = client.request(ALTER, 0, make(cls, deletions=tuple(deletions),
+                                           upsertions=tuple(upsertions)))
+    failed = [r for r in answer.results if r.error_code.value]
+    if failed:
+        for result in failed:
+            print(f"Error while executing config command with args: {result.error_message}",
+                  file=sys.stderr)
+        return 1
+    print(f"Completed updating config for user {user}.", file=out)
     return 0
-
-
-def main(argv: list[str]) -> int:
-    return run(argv)

@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kafkette", description="A Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     add_serve_arguments(sub.add_parser("serve", help="run the broker"))
+    configs = sub.add_parser("configs", add_help=False,
+                             help="kafka-configs.sh: client quotas of users, clients and ips; "
+                                  "SCRAM credentials of users (see `kafkette configs --help`)")
+    configs.add_argument("args", nargs=argparse.REMAINDER)
     groups = sub.add_parser("groups", add_help=False,
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
                                  "--reset-offsets, --delete-offsets (see `kafkette groups --help`)")
@@ -78,10 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
                              help="control a running kafkette over its admin server: faults, "
                                   "nodes, coordinator and leader moves (`kafkette cluster --help`)")
     cluster.add_argument("args", nargs=argparse.REMAINDER)
-    configs = sub.add_parser("configs", add_help=False,
-                             help="kafka-configs.sh: client quotas of users, clients and ips "
-                                  "(see `kafkette configs --help`)")
-    configs.add_argument("args", nargs=argparse.REMAINDER)
     client_metrics = sub.add_parser(
         "client-metrics", add_help=False,
         help="kafka-client-metrics.sh: client telemetry subscriptions (KIP-714): --alter, "
@@ -106,6 +106,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
                        help="set a broker config (repeatable), e.g. listeners=PLAINTEXT://:9092")
     serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
                        help="log level (default INFO; DEBUG logs every request)")
+    serve.add_argument("--add-scram", action="append", default=[], metavar="CREDENTIAL",
+                       help="create a SCRAM user at start (repeatable), as kafka-storage.sh "
+                            "format: 'SCRAM-SHA-512=[name=alice,password=alice-secret]'")
     serve.add_argument("--debug", action="store_true",
                        help="show the traceback of a start-up failure")
     serve.add_argument("--admin", metavar="HOST:PORT",
@@ -182,14 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
         return run_pipeline(argv[1:])
+    if argv[:1] == ["configs"]:  # kafka-configs.sh's flags, parsed by its own module
+        from . import client_quota_configs, configs_command
+
+        if client_quota_configs.handles(argv[1:]):  # client quotas (and users' --describe)
+            return client_quota_configs.main(argv[1:])
+        return configs_command.main(argv[1:])
     if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
         from . import groups_command
 
         return groups_command.main(argv[1:])
-    if argv[:1] == ["configs"]:
-        from . import configs_command
-
-        return configs_command.main(argv[1:])
     if argv[:1] == ["client-metrics"]:
         from . import client_metrics_command
 
@@ -208,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         try:
             overrides = args.override + ([f"admin.listener={args.admin}"] if args.admin else [])
+            if args.add_scram:  # kafka-storage.sh format --add-scram's syntax
+                overrides.append("scram.credentials=" + ";".join(args.add_scram))
             config = BrokerConfig.from_sources(args.config, overrides)
             config.validate()  # fail before the event loop starts
             admin_address(config)

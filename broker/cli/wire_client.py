@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from kafkette.protocol.build import item_type, make
@@ -22,12 +22,20 @@ class WireError(RuntimeError):
 
 
 class WireClient:
-    def __init__(self, bootstrap: str, client_id: str | None = "kafkette-wire", timeout: float = 10):
+    def __init__(self, bootstrap: str, client_id: str | None = "kafkette-wire", timeout: float = 10,
+                 security: Mapping[str, str] | None = None):
+        """``security``: Kafka client properties (``--command-config``) for a TLS and/or SASL
+        listener (broker/cli/client_security.py)."""
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client_id = client_id
         self._corr = 0
+        if security:
+            from .client_security import authenticate, wrap_socket
+
+            self.sock = wrap_socket(self.sock, host.strip("[]"), security)
+            authenticate(self, security)
 
     def close(self) -> None:
         self.sock.close()

@@ -62,7 +62,7 @@ def handle_describe_configs(ctx: RequestContext, req: Any):
                 f"Unsupported resource type {res.resource_type}"
         configs = tuple(
             make(entry_cls, name=e["name"], value=e["value"], read_only=e["read_only"],
-                 config_source=e["source"], is_sensitive=False, is_default=e["source"] == DEFAULT_CONFIG,
+                 config_source=e["source"], is_sensitive=e.get("sensitive", False), is_default=e["source"] == DEFAULT_CONFIG,
                  synonyms=tuple(make(syn_cls, name=n, value=v, source=s) for n, v, s in e["synonyms"])
                  if req.include_synonyms else (),
                  config_type=e["type"], documentation=None)

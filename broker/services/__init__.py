@@ -17,6 +17,7 @@ from .errors import ServiceError
 from .group_configs import GroupConfigService
 from .groups import GroupService
 from .record_service import RecordService
+from .scram_credentials import ScramCredentialService
 from .topic_service import TopicService
 
 
@@ -31,10 +32,12 @@ class Services:
     group_configs: GroupConfigService
     quotas: ClientQuotas
     telemetry: ClientTelemetry
+    # SCRAM users (DescribeUserScramCredentials / AlterUserScramCredentials, SASL/SCRAM logins)
+    scram_credentials: ScramCredentialService | None = None
 
     def __post_init__(self) -> None:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["BrokerConfigService", "ClientQuotas", "ClientTelemetry", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ServiceError", "Services",
+__all__ = ["BrokerConfigService", "ClientQuotas", "ClientTelemetry", "ClusterInfo", "GroupConfigService", "GroupService", "RecordService", "ScramCredentialService", "ServiceError", "Services",
            "TopicService"]

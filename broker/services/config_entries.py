@@ -8,11 +8,13 @@ from typing import Any
 from kafkette.storage.topic_config import BOOLEAN, INT, LONG, STRING, TOPIC_CONFIGS, effective_value
 
 from ..config import DEFAULTS, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC
+from ..security.config_keys import is_password
 from .broker_configs import is_dynamic
 
 # ConfigSource values (DescribeConfigsResponse.ConfigSource).
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+PASSWORD_TYPE = 9  # DescribeConfigsResponse.ConfigType
 _SOURCE = {DYNAMIC_BROKER: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT: DYNAMIC_DEFAULT_BROKER_CONFIG,
            STATIC: STATIC_BROKER_CONFIG}
 
@@ -91,6 +93,11 @@ def broker_config_entries(broker_config: Any, keys: set[str] | None,
             value = synonyms[0][1]
         else:
             value = broker_config.get(key, synonyms[0][1] if synonyms else "")
+        if is_password(key):  # Kafka never returns a sensitive value (JAAS, key passwords)
+            out.append(dict(name=key, value=None, source=source, type=PASSWORD_TYPE,
+                            synonyms=[(n, None, s) for n, _v, s in synonyms],
+                            read_only=True, sensitive=True))
+            continue
         out.append(dict(name=key, value=value, source=source, type=_guess_type(value),
                         synonyms=synonyms, read_only=not is_dynamic(key)))
     return out

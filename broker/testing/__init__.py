@@ -15,6 +15,11 @@ Fixtures:
 - ``kafkette_broker``: ``kafka_broker`` under a name no other plugin uses.
 - ``kafka_cluster`` / ``kafka_cluster_factory(nodes=3, **config)``: several nodes in one process
   (``KafkaCluster``: node lifecycle, coordinator and leader moves, fault injection).
+- ``kafka_secure_broker_factory(protocol="SASL_SSL", mechanisms=("SCRAM-SHA-512",),
+  users={"alice": "alice-secret"}, client_auth="none", **config)``: a TLS and/or SASL broker
+  with generated certificates (needs ``cryptography``) and ready client settings
+  (``SecureKafkaBroker``: ``.confluent_config()``, ``.aiokafka_settings()``,
+  ``.kafka_python_settings()``, ``.client_certificate()``; broker/testing/secure.py).
 
 Broker config for all of them: the ini option ``kafkette_broker_config`` (and pytest-kafka-broker's
 ``kafka_broker_extra_config``), one ``key=value`` a line, then ``--kafkette-config key=value``.
@@ -166,6 +171,30 @@ def kafka_broker_session(pytestconfig: pytest.Config) -> Iterator[KafkaBroker]:
     """One kafkette shared by every test of the session."""
     brokers = _Brokers(pytestconfig)
     yield KafkaBroker(brokers.start())
+    brokers.close()
+
+
+@pytest.fixture
+def kafka_secure_broker_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., Any]]:
+    """Start secured brokers (see ``kafkette.broker.testing.secure``)."""
+    from pathlib import Path
+
+    from .secure import SecureKafkaBroker, secure_config
+
+    brokers = _Brokers(pytestconfig)
+
+    def start(protocol: str = "SASL_SSL", mechanisms: tuple[str, ...] = ("SCRAM-SHA-512",),
+              users: Mapping[str, str] | None = None, client_auth: str = "none",
+              config: Mapping[str, Any] | None = None, **overrides: Any) -> SecureKafkaBroker:
+        users = dict(users if users is not None else {"alice": "alice-secret"})
+        certs = tempfile.TemporaryDirectory(prefix="kafkette-certs-")
+        brokers.dirs.append(certs)
+        secured, ca = secure_config(Path(certs.name), protocol, tuple(mechanisms), users,
+                                    client_auth)
+        runner = brokers.start({**secured, **(config or {})}, **overrides)
+        return SecureKafkaBroker(runner, protocol, tuple(mechanisms), users, ca)
+
+    yield start
     brokers.close()
 
 

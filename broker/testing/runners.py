@@ -223,8 +223,9 @@ class BrokerProcess:
             self.proc.kill()
             raise RuntimeError(f"kafkette did not start: {line!r}")
         self.host, self.port = match.group(1), int(match.group(2))
-        # Keep the same port on restart.
-        self.config["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        # Keep the same port on restart (the first listener's; the others are kept as given).
+        others = [item for item in self.config.get("listeners", "").split(",")[1:] if item]
+        self.config["listeners"] = ",".join([f"PLAINTEXT://{self.host}:{self.port}", *others])
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float) -> None:

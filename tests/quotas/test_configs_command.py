@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from kafkette.broker.cli.configs_command import run
+from kafkette.broker.cli.client_quota_configs import run
 
 
 def configs(bootstrap: str, *argv: str) -> tuple[int, str, str]:
@@ -50,3 +50,20 @@ def test_refusals(kafkette_broker) -> None:
     assert code == 1 and err == "Error: Invalid configuration key flush.ms\n"
     code, _, err = configs(b, "--alter", "--entity-type", "clients", "--entity-name", "x")
     assert code == 1 and "--add-config or --delete-config" in err
+
+
+def test_kafkette_configs_routes_quotas_and_scram_credentials(kafkette_broker, capsys) -> None:
+    from kafkette.broker.cli.main import main
+
+    b = kafkette_broker.bootstrap
+    assert main(["configs", "--bootstrap-server", b, "--alter", "--entity-type", "users",
+                 "--entity-name", "alice", "--add-config", "producer_byte_rate=4096"]) == 0
+    assert main(["configs", "--bootstrap-server", b, "--alter", "--entity-type", "users",
+                 "--entity-name", "alice", "--add-config",
+                 "SCRAM-SHA-256=[iterations=8192,password=secret]"]) == 0
+    capsys.readouterr()
+    assert main(["configs", "--bootstrap-server", b, "--describe", "--entity-type", "users",
+                 "--entity-name", "alice"]) == 0
+    assert capsys.readouterr().out == (
+        "Quota configs for user-principal 'alice' are producer_byte_rate=4096.0\n"
+        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192\n")

@@ -73,8 +73,12 @@ def test_a_killed_broker_leaves_no_stale_lock(tmp_path):
                                              "socket.request.max.bytes: Not a number of type INT"),
     ("listeners=localhost:9092", "Invalid value localhost:9092 for configuration listeners: "
                                  "listener 'localhost:9092' must look like PLAINTEXT://host:port"),
-    ("listeners=SSL://127.0.0.1:0", "Invalid value SSL://127.0.0.1:0 for configuration listeners: "
-                                    "kafkette serves PLAINTEXT only, SSL is SSL"),
+    ("listeners=SSL://127.0.0.1:0", "ssl.keystore.location is not set: listener SSL (SSL) needs "
+                                    "the broker's certificate and key"),
+    ("listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms: kafkette does not serve "
+                                               "GSSAPI (Kerberos); listener SASL_PLAINTEXT "
+                                               "(SASL_PLAINTEXT) may enable PLAIN, SCRAM-SHA-256, "
+                                               "SCRAM-SHA-512, OAUTHBEARER"),
 ])
 def test_bad_override_is_one_line_naming_the_key(tmp_path, override, message):
     result = serve_fails("--override", f"log.dirs={tmp_path}", "--override", override)

@@ -75,6 +75,15 @@ public final class KafketteClient {
         p.put("value.serializer", StringSerializer.class.getName());
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
+        // Security settings (security.protocol, sasl.*, ssl.*) from a client properties file.
+        String extra = System.getenv("KAFKETTE_CLIENT_CONFIG");
+        if (extra != null) {
+            try (java.io.FileInputStream in = new java.io.FileInputStream(extra)) {
+                p.load(in);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
         return p;
     }
 

@@ -1,0 +1,94 @@
+"""Client-side TLS and SASL for kafkette's own tools (``--command-config FILE``, Kafka tools'
+flag): ``security.protocol``, ``sasl.mechanism`` (PLAIN, SCRAM-SHA-256/512), ``sasl.jaas.config``
+(``username="..." password="..."``), ``ssl.truststore.location`` / ``ssl.truststore.type=PEM``
+(or ``ssl.truststore.certificates``), ``ssl.keystore.location`` (PEM: key + certificate)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import socket
+import ssl
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ..security.jaas import parse_jaas
+from ..security.scram import HASHES, salted_password
+
+
+class AuthError(RuntimeError):
+    """The broker refused the tool's login; the message is the broker's."""
+
+
+class RequestSender(Protocol):
+    def request(self, api_key: int, version: int, body: Any = None, **fields: Any) -> Any: ...
+
+
+def wrap_socket(sock: socket.socket, host: str, settings: Mapping[str, str]) -> socket.socket:
+    """``sock`` under TLS when ``security.protocol`` is SSL or SASL_SSL."""
+    protocol = settings.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in ("SSL", "SASL_SSL"):
+        return sock
+    context = ssl.create_default_context()
+    cafile = settings.get("ssl.truststore.location")
+    cadata = settings.get("ssl.truststore.certificates")
+    if cafile or cadata:
+        context.load_verify_locations(cafile=cafile or None, cadata=cadata or None)
+    if settings.get("ssl.endpoint.identification.algorithm", "https") == "":
+        context.check_hostname = False
+    keystore = settings.get("ssl.keystore.location")
+    if keystore:
+        context.load_cert_chain(keystore, password=settings.get("ssl.key.password") or None)
+    return context.wrap_socket(sock, server_hostname=host)
+
+
+def authenticate(client: RequestSender, settings: Mapping[str, str]) -> None:
+    """SaslHandshake v1 + SaslAuthenticate with the configured mechanism (SASL listeners)."""
+    protocol = settings.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return
+    mechanism = settings.get("sasl.mechanism", "GSSAPI").upper()
+    options = parse_jaas(settings["sasl.jaas.config"]).options \
+        if settings.get("sasl.jaas.config") else {}
+    user, password = options.get("username", ""), options.get("password", "")
+    handshake = client.request(17, 1, mechanism=mechanism)
+    if handshake.error_code != 0:
+        raise AuthError(f"SASL mechanism {mechanism} is not enabled on the listener "
+                        f"(enabled: {', '.join(handshake.mechanisms)})")
+    if mechanism == "PLAIN":
+        _step(client, f"\0{user}\0{password}".encode())
+    elif mechanism in HASHES:
+        _scram(client, mechanism, user, password)
+    else:
+        raise AuthError(f"kafkette's tools log in with PLAIN or SCRAM, not {mechanism}")
+
+
+def _step(client: RequestSender, token: bytes) -> bytes:
+    answer = client.request(36, 2, auth_bytes=token)
+    if answer.error_code != 0:
+        raise AuthError(answer.error_message or f"SASL authentication failed ({answer.error_code})")
+    return answer.auth_bytes
+
+
+def _scram(client: RequestSender, mechanism: str, user: str, password: str) -> None:
+    digest = HASHES[mechanism]
+    nonce = secrets.token_urlsafe(24)
+    bare = f"n={user.replace('=', '=3D').replace(',', '=2C')},r={nonce}"
+    server_first = _step(client, f"n,,{bare}".encode()).decode()
+    fields = dict(item.split("=", 1) for item in server_first.split(","))
+    if not fields.get("r", "").startswith(nonce):
+        raise AuthError("invalid SCRAM server nonce")
+    salted = salted_password(mechanism, password, base64.b64decode(fields["s"]), int(fields["i"]))
+    client_key = hmac.new(salted, b"Client Key", digest).digest()
+    stored_key = hashlib.new(digest, client_key).digest()
+    without_proof = f"c=biws,r={fields['r']}"
+    auth_message = f"{bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(stored_key, auth_message, digest).digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    final = _step(client, f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    server_key = hmac.new(salted, b"Server Key", digest).digest()
+    expected = b"v=" + base64.b64encode(hmac.new(server_key, auth_message, digest).digest())
+    if not hmac.compare_digest(final, expected):
+        raise AuthError("invalid SCRAM server signature")
