@@ -16,6 +16,8 @@ line is for, and ``--describe --entity-type users`` prints both, as kafka-config
 from __future__ import annotations
 
 import argparse
+import decimal
+import math
 import sys
 from typing import NoReturn, TextIO
 
@@ -184,9 +186,21 @@ def _describe(admin: AdminClient, entities: list[tuple[str, str | None, bool]],
             f"the default {_DESCRIBED_AS[kind]}" if names[kind] is None
             else f"{_DESCRIBED_AS[kind]} '{names[kind]}'"
             for kind in ("user", "client-id", "ip") if kind in names)
-        values = ", ".join(f"{v.key}={float(v.value)}" for v in entry.values)
+        values = ", ".join(f"{v.key}={java_double(float(v.value))}" for v in entry.values)
         print(f"Quota configs for {described} are {values}", file=out)
     return 0
+
+
+def java_double(value: float) -> str:
+    """Java's Double.toString, as kafka-configs.sh prints a quota: ``1048576.0``, and from ten
+    million on in scientific notation (``1.048576E7``)."""
+    if value == 0 or not math.isfinite(value) or 1e-3 <= abs(value) < 1e7:
+        text = repr(value)
+        return {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}.get(text, text)
+    sign, digits, exponent = decimal.Decimal(repr(value)).as_tuple()
+    shown = "".join(map(str, digits)).rstrip("0") or "0"
+    power = len(digits) + int(exponent) - 1
+    return f"{'-' if sign else ''}{shown[0]}.{shown[1:] or '0'}E{power}"
 
 
 def _describe_users(admin: AdminClient, entities: list[tuple[str, str | None, bool]],

@@ -16,7 +16,7 @@ def configs(bootstrap: str, *argv: str) -> tuple[int, str, str]:
 def test_alter_and_describe_client_quotas(kafkette_broker) -> None:
     b = kafkette_broker.bootstrap
     assert configs(b, "--alter", "--entity-type", "clients", "--entity-name", "my-app",
-                   "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152") == (
+                   "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=20971520") == (
         0, "Completed updating config for client my-app.\n", "")
     assert configs(b, "--alter", "--entity-type", "users", "--entity-default",
                    "--add-config", "request_percentage=50") == (
@@ -26,7 +26,7 @@ def test_alter_and_describe_client_quotas(kafkette_broker) -> None:
 
     code, out, _ = configs(b, "--describe", "--entity-type", "clients", "--entity-name", "my-app")
     assert code == 0
-    assert out == ("Quota configs for client-id 'my-app' are consumer_byte_rate=2097152.0, "
+    assert out == ("Quota configs for client-id 'my-app' are consumer_byte_rate=2.097152E7, "
                    "producer_byte_rate=1048576.0\n")
     code, out, _ = configs(b, "--describe", "--entity-type", "users", "--entity-default")
     assert out == "Quota configs for the default user-principal are request_percentage=50.0\n"
@@ -37,7 +37,7 @@ def test_alter_and_describe_client_quotas(kafkette_broker) -> None:
     assert configs(b, "--alter", "--entity-type", "clients", "--entity-name", "my-app",
                    "--delete-config", "producer_byte_rate")[0] == 0
     code, out, _ = configs(b, "--describe", "--entity-type", "clients")
-    assert out == "Quota configs for client-id 'my-app' are consumer_byte_rate=2097152.0\n"
+    assert out == "Quota configs for client-id 'my-app' are consumer_byte_rate=2.097152E7\n"
 
 
 def test_refusals(kafkette_broker) -> None:
