@@ -109,6 +109,11 @@ class ClientTelemetry:
             instance = self.instances[instance_id] = ClientInstance(
                 instance_id, client_id, source_address, principal)
         if instance.subscription_version != self.configs.version:
+            if instance.subscription_version >= 0:
+                # Kafka makes a new instance for changed subscriptions: its timing starts over
+                instance.last_get_ms = instance.last_push_ms = 0.0
+                instance.terminating = False
+                instance.last_error = 0
             self._subscribe(instance)
         instance.last_seen_ms = now
         return instance
@@ -192,8 +197,8 @@ class ClientTelemetry:
             raise ServiceError(ErrorCode.invalid_request,
                                f"Client [{iid}] sent the previous request with state "
                                "terminating to TRUE, can not acceptany requests after that")
-        accept = instance.last_get_ms > instance.last_push_ms or \
-            now - instance.last_push_ms >= instance.push_interval_ms
+        accept = instance.last_get_ms > instance.last_push_ms or not instance.last_push_ms \
+            or now - instance.last_push_ms >= instance.push_interval_ms
         if accept:
             instance.last_push_ms = now
         elif not terminating:

@@ -120,3 +120,20 @@ def test_push_refusals_are_kafkas(broker) -> None:
         assert push(sub, terminating=True) == ErrorCode.invalid_request  # after terminating
         assert w.request(72, 0, client_instance_id=None, subscription_id=0, terminating=False,
                          compression_type=0, metrics=b"").error_code == ErrorCode.invalid_request
+
+
+def test_a_changed_subscription_is_a_new_subscription_id(broker) -> None:
+    b = broker.bootstrap
+    assert cli(b, "--alter", "--name", "s", "--metrics", "a.", "--interval", "60000")[0] == 0
+    with WireClient(b, client_id="raw-client") as w:
+        first = w.request(71, 0, client_instance_id=None)
+        iid = first.client_instance_id
+        assert cli(b, "--alter", "--name", "s", "--metrics", "b.")[0] == 0
+        # the push with the old id is refused; the client may ask again at once
+        assert w.request(72, 0, client_instance_id=iid, subscription_id=first.subscription_id,
+                         terminating=False, compression_type=0, metrics=b"").error_code == \
+            ErrorCode.unknown_subscription_id
+        again = w.request(71, 0, client_instance_id=iid)
+        assert again.error_code == ErrorCode.none and again.client_instance_id == iid
+        assert again.subscription_id != first.subscription_id
+        assert list(again.requested_metrics) == ["b."]
