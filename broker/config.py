@@ -52,11 +52,9 @@ DEFAULTS: dict[str, str] = {
     "queued.max.response.bytes": "16777216",
     "request.max.elements": "20000",
     "fetch.max.bytes": "57671680",
-    # Client quotas (Kafka's QuotaConfig): the rate a quota limits is measured over this many
-    # samples of this many seconds each.
+    # Client quotas' rate samples (count, seconds each); the largest KIP-714 metrics push.
     "quota.window.num": "11",
     "quota.window.size.seconds": "1",
-    # Client telemetry (KIP-714): the largest metrics push a client may send.
     "telemetry.max.bytes": "1048576",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
