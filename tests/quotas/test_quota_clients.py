@@ -156,3 +156,30 @@ def test_describe_client_quotas_answers_as_kafka(broker) -> None:
     broker.restart()  # kept in log.dirs
     r = describe_quotas(broker.bootstrap, ("client-id", 0, "app"))
     assert len(r.entries) == 1
+
+
+def test_the_java_admin_client_alters_and_describes_client_quotas(kafkette_broker) -> None:
+    import json
+    import subprocess
+
+    from tests.tools import ensure_java_client
+
+    classpath, reason = ensure_java_client()
+    if classpath is None:
+        pytest.skip(reason)
+    done = subprocess.run(["java", "-cp", classpath, "KafketteQuotas", kafkette_broker.bootstrap],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert events[0] == {"event": "altered"}
+    assert events[1] == {"event": "refused", "error": "InvalidRequestException: "
+                         "producer_byte_rate cannot be a fractional value."}
+    described: dict[str, list] = {}
+    for e in events[2:]:
+        described.setdefault(e["filter"], []).append((e["entity"], e["quotas"]))
+    assert sorted(map(json.dumps, described["all"])) == sorted(map(json.dumps, [
+        ({"client-id": "java-app"}, {"producer_byte_rate": 1048576.0}),
+        ({"user": None}, {"request_percentage": 50.0}),
+        ({"client-id": "java-app", "user": "alice"}, {"consumer_byte_rate": 2048.0})]))
+    assert len(described["client java-app"]) == 2
+    assert described["default user only"] == [({"user": None}, {"request_percentage": 50.0})]
