@@ -183,3 +183,36 @@ def test_the_java_admin_client_alters_and_describes_client_quotas(kafkette_broke
         ({"client-id": "java-app", "user": "alice"}, {"consumer_byte_rate": 2048.0})]))
     assert len(described["client java-app"]) == 2
     assert described["default user only"] == [({"user": None}, {"request_percentage": 50.0})]
+
+
+def test_a_throttled_connection_is_not_read_for_the_throttle_time(broker) -> None:
+    """The wire: the Produce over the quota answers at once with throttle_time_ms; the request
+    sent right behind it on the same connection is answered only after that time."""
+    from datetime import timedelta
+
+    from kafkette.protocol.build import item_type, make
+    from kafkette.protocol.records import build_batch
+
+    bootstrap = broker.bootstrap
+    assert alter_quota(bootstrap, [("client-id", "wire-app")], "producer_byte_rate",
+                       100_000)[0] == ErrorCode.none
+    cls = request_type(0, 9)
+    topic_cls = item_type(cls, "topic_data")
+    batch = build_batch([(None, b"x" * 400_000)], base_timestamp=0)
+    produce = make(cls, transactional_id=None, acks=1, timeout=timedelta(seconds=10),
+                   topic_data=(make(topic_cls, name="q", partition_data=(
+                       make(item_type(topic_cls, "partition_data"), index=0, records=batch),)),))
+    with WireClient(bootstrap, client_id="wire-app") as w:
+        answer = w.request(0, 9, produce)
+        assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
+        # 400 kB over the minimum two windows of 100 kB/s: (200 - 100) / 100 * 2000 ms
+        throttle_ms = answer.throttle_time.total_seconds() * 1000
+        assert 1500 <= throttle_ms <= 2500, throttle_ms
+        sent = time.monotonic()
+        w.request(18, 3, client_software_name="t", client_software_version="1")
+        waited_ms = (time.monotonic() - sent) * 1000
+    assert waited_ms >= throttle_ms * 0.9, (waited_ms, throttle_ms)
+    with WireClient(bootstrap, client_id="other-app") as w:  # another client is not held back
+        sent = time.monotonic()
+        w.request(18, 3, client_software_name="t", client_software_version="1")
+        assert time.monotonic() - sent < 1
