@@ -54,6 +54,10 @@ DEFAULTS: dict[str, str] = {
     "fetch.max.bytes": "57671680",
     # DescribeTopicPartitions: the most partitions one response holds (the request may ask fewer).
     "max.request.partition.size.limit": "2000",
+    # Client quotas' rate samples (count, seconds each); the largest KIP-714 metrics push.
+    "quota.window.num": "11",
+    "quota.window.size.seconds": "1",
+    "telemetry.max.bytes": "1048576",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -292,6 +296,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
     "request.max.elements": ConfigKey("INT", at_least(1)),
     "fetch.max.bytes": ConfigKey("INT", at_least(1024)),
+    "quota.window.num": ConfigKey("INT", at_least(1)),
+    "quota.window.size.seconds": ConfigKey("INT", at_least(1)),
+    "telemetry.max.bytes": ConfigKey("INT", at_least(1)),
     "admin.listener": ConfigKey("STRING"),
     # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(

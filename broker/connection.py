@@ -104,6 +104,10 @@ class KafkaConnection(asyncio.Protocol):
         self._paused = False  # reading paused
         self._write_blocked = False  # unsent responses over queued.max.response.bytes
         self._closed = False
+        self._muted = False  # throttled (mute_for): neither read nor handle requests
+        self._unmute_at = 0.0
+        self._unmute_handle: asyncio.TimerHandle | None = None
+        self._mute = self.mute_for
         self._task: asyncio.Task | None = None
         # Handled requests not answered yet, in request order: (correlation id, codec, response
         # or None, future of it or None, perf_counter when read). Only OffsetCommits are handled
@@ -165,6 +169,8 @@ class KafkaConnection(asyncio.Protocol):
             self._task.cancel()
         if self._idle_handle is not None:
             self._idle_handle.cancel()
+        if self._unmute_handle is not None:
+            self._unmute_handle.cancel()
         self._queue.clear()
         self._waiting.clear()
         self.closing.run()
@@ -208,7 +214,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         # Pipelined requests still unanswered count as queued, but for the one in process.
         queued = len(self._queue) + max(len(self._waiting) - 1, 0)
-        full = (self._write_blocked or queued >= self._max_queued
+        full = (self._write_blocked or self._muted or queued >= self._max_queued
                 or self._queued_bytes >= self._max_queued_bytes)
         if full and not self._paused:
             self._paused = True
@@ -217,11 +223,37 @@ class KafkaConnection(asyncio.Protocol):
             self._paused = False
             self.transport.resume_reading()
 
+    def mute_for(self, ms: int) -> None:
+        """Neither read nor handle this client's requests for ``ms`` milliseconds (a quota's
+        throttle time: Kafka mutes the channel). Responses already due are still written; a
+        longer mute during one extends it."""
+        if ms <= 0 or self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000
+        if self._muted and until <= self._unmute_at:
+            return
+        if self._unmute_handle is not None:
+            self._unmute_handle.cancel()
+        self._muted = True
+        self._unmute_at = until
+        self._unmute_handle = loop.call_at(until, self._unmute)
+        self._update_reading()
+
+    def _unmute(self) -> None:
+        self._muted = False
+        self._unmute_handle = None
+        if self._queue and not self._barrier:
+            self._drain()  # ends with _update_reading
+        else:
+            self._update_reading()
+
     # Request processing -----------------------------------------------------------------
     def _drain(self) -> None:
         queue = self._queue
         waiting = self._waiting
-        while queue and not self._closed and not self._write_blocked and not self._barrier:
+        while queue and not self._closed and not self._write_blocked and not self._barrier \
+                and not self._muted:
             frame = queue[0]
             if waiting and not frame.startswith(_PIPELINED_PREFIXES):
                 break  # handled once every request before it is answered
@@ -373,7 +405,8 @@ class KafkaConnection(asyncio.Protocol):
                 return None
             ctx = RequestContext(key, version, corr, client_id, self.client_host,
                                  self.broker.services, principal=self.principal,
-                                 listener=self.listener, closing=self.closing)
+                                 listener=self.listener, closing=self.closing,
+                                 mute=self._mute)
             handler = route.handler
             if (route.identical_repeats or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
                 memo = self._memo_of(route.identical_repeats, key, version, frame, api_codec,

@@ -65,6 +65,9 @@ class RequestContext:
     listener: str = "PLAINTEXT"
     # What to run when the request's connection closes (None outside a connection).
     closing: ConnectionClosing | None = None
+    # Mutes the connection the request came on for that many ms (a quota's throttle: Kafka
+    # stops reading the client's requests); None where there is no connection.
+    mute: Callable[[int], None] | None = None
 
     @property
     def config(self) -> BrokerConfig:

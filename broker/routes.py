@@ -58,6 +58,8 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     43: (0, 2, 0, _H + "elect_leaders"),
     44: (0, 1, 0, _H + "alter_configs"),  # IncrementalAlterConfigs
     47: (0, 0, 0, _H + "offsets"),  # OffsetDelete
+    48: (0, 1, 0, _H + "client_quotas"),  # DescribeClientQuotas
+    49: (0, 1, 0, _H + "client_quotas"),  # AlterClientQuotas
     50: (0, 0, 0, _H + "scram_credentials"),  # DescribeUserScramCredentials
     51: (0, 0, 0, _H + "scram_credentials"),  # AlterUserScramCredentials
     60: (0, 2, 0, _H + "describe_cluster"),
@@ -66,6 +68,9 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     66: (0, 1, 0, _H + "transactions"),  # ListTransactions
     68: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupHeartbeat
     69: (0, 1, 0, _H + "consumer_group"),  # ConsumerGroupDescribe
+    71: (0, 0, 0, _H + "telemetry"),  # GetTelemetrySubscriptions
+    72: (0, 0, 0, _H + "telemetry"),  # PushTelemetry
+    74: (0, 1, 0, _H + "telemetry"),  # ListConfigResources (ListClientMetricsResources at v0)
     75: (0, 0, 0, _H + "describe_topic_partitions"),
     76: (1, 1, 1, _H + "share_group"),  # ShareGroupHeartbeat
     77: (1, 1, 1, _H + "share_group"),  # ShareGroupDescribe

@@ -30,6 +30,10 @@ from .services import (
     TopicService,
 )
 from .services.broker_configs import BrokerConfigService
+from .services.client_metrics import ClientMetricsConfigs
+from .services.client_quota_store import ClientQuotaStore
+from .services.client_quotas import ClientQuotas
+from .services.client_telemetry import ClientTelemetry
 from .services.group_configs import GroupConfigService
 from .services.scram_credentials import ScramCredentialService
 from .services.share_state import ShareStateService
@@ -146,6 +150,11 @@ class Broker:
                                 group_configs.share_overrides),
             broker_configs=BrokerConfigService(self.config, self.logs),
             group_configs=group_configs,
+            quotas=ClientQuotas(ClientQuotaStore(self.config.log_dirs),
+                                self.config.get_int("quota.window.num"),
+                                self.config.get_int("quota.window.size.seconds")),
+            telemetry=ClientTelemetry(ClientMetricsConfigs(self.config.log_dirs),
+                                      self.config.get_int("telemetry.max.bytes")),
             share_state=share_state,
             # Share groups' records, durable through the share-state coordinator (Persister).
             shares=ShareService(self.config, topics, self.clock,
@@ -183,6 +192,8 @@ class Broker:
             self.services.group_configs.load()  # groups' own configs, before the coordinator
             if self.services.acls is not None:
                 self.services.acls.load()  # the ACLs, before any request is authorized
+            self.services.quotas.store.load()  # client quotas
+            self.services.telemetry.configs.load()  # client metrics subscriptions
             self._load_scram_credentials()
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:

@@ -46,6 +46,8 @@ class Snapshot:
     brokers: list[tuple[int, str, int]] = field(default_factory=list)
     # (topic, partition) -> (leader, replicas, in-sync replicas, preferred replica leads)
     placement: dict[tuple[str, int], tuple[int, int, int, bool]] = field(default_factory=dict)
+    # client telemetry (KIP-714): (client id, client instance id, metric, attributes, value)
+    client_metrics: list[tuple[str, str, str, str, float]] = field(default_factory=list)
 
 
 class SnapshotCollector(Collector):
@@ -58,6 +60,7 @@ class SnapshotCollector(Collector):
         yield from self._requests()
         yield from self._topics()
         yield from self._groups()
+        yield from self._clients()
 
     def _requests(self) -> Iterator[Metric]:
         s = self.snap
@@ -214,6 +217,15 @@ class SnapshotCollector(Collector):
         for group_id, n in sorted(s.commits.items()):
             commits.add_metric([group_id], n)
         yield from (count, duration, last, commits)
+
+    def _clients(self) -> Iterator[Metric]:
+        pushed = GaugeMetricFamily(
+            "kafkette_client_metric",
+            "Latest value of a metric a client pushed (KIP-714 telemetry); attributes as k=v,...",
+            labels=["client_id", "client_instance_id", "metric", "attributes"])
+        for client_id, instance_id, metric, attributes, value in self.snap.client_metrics:
+            pushed.add_metric([client_id, instance_id, metric, attributes], value)
+        yield pushed
 
 
 def render(snap: Snapshot) -> bytes:

@@ -71,6 +71,7 @@ class AdminServer:
             web.get("/metrics", self.metrics),
             web.get("/", self.index_page),
             web.get("/config", self.config_page),
+            web.get("/clients", self.clients_page),
             web.get("/groups/{group}", self.group_page),
             web.get("/groups/{group}/live", self.group_live),
             web.get("/topics/{topic}", self.topic_page),
@@ -80,6 +81,8 @@ class AdminServer:
             web.get("/v1/groups", self.groups_json),
             web.get("/v1/groups/{group}", self.group_json),
             web.get("/v1/groups/{group}/events", self.events_json),
+            web.get("/v1/clients", self.clients_json),
+            web.get("/v1/quotas", self.quotas_json),
             web.static("/static", STATIC),
             *ControlApi(self.broker).routes(),
         ])
@@ -124,6 +127,14 @@ class AdminServer:
     async def groups_json(self, request: web.Request) -> web.Response:
         return web.json_response(views.groups(self.broker))
 
+    async def clients_json(self, request: web.Request) -> web.Response:
+        """Client instances that asked for a telemetry subscription, and what they pushed."""
+        return web.json_response(self.broker.services.telemetry.clients())
+
+    async def quotas_json(self, request: web.Request) -> web.Response:
+        """Client quotas set, and each throttled client's measured rate and last throttle."""
+        return web.json_response(self.broker.services.quotas.view())
+
     async def group_json(self, request: web.Request) -> web.Response:
         found = views.group(self.broker, request.match_info["group"])
         if found is None:
@@ -138,6 +149,9 @@ class AdminServer:
     async def index_page(self, request: web.Request) -> web.Response:
         return _html(pages.index(views.broker_info(self.broker), views.groups(self.broker),
                                  views.topics(self.broker)))
+
+    async def clients_page(self, request: web.Request) -> web.Response:
+        return _html(pages.clients(self.broker.services.telemetry.clients()))
 
     async def config_page(self, request: web.Request) -> web.Response:
         return _html(pages.config(views.broker_info(self.broker)))

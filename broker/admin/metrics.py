@@ -69,6 +69,11 @@ async def take_snapshot(broker: Any) -> Snapshot:
         snap.commits.update((g, n) for g, n in log_.commits.items() if g in present)
         if log_.load_seconds is not None:
             snap.load_seconds = max(snap.load_seconds or 0.0, log_.load_seconds)
+    for client in broker.services.telemetry.clients():
+        for m in client["metrics"]:
+            attributes = ",".join(f"{k}={v}" for k, v in sorted(m["attributes"].items()))
+            snap.client_metrics.append((client["client_id"], client["client_instance_id"],
+                                        m["name"], attributes, m["value"]))
     for i, g in enumerate(groups):
         if i and i % _GROUPS_PER_TURN == 0:
             await asyncio.sleep(0)

@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import quote
 
 _NAV = ('<nav><a href="/">kafkette</a> <a href="/#groups">Groups</a> '
-        '<a href="/#topics">Topics</a> <a href="/config">Broker config</a> '
+        '<a href="/#topics">Topics</a> <a href="/clients">Clients</a> '
+        '<a href="/config">Broker config</a> '
         '<a href="/metrics">/metrics</a></nav>')
 
 
@@ -186,3 +187,23 @@ def topic(t: dict[str, Any], partition: int, limit: int, found: dict[str, Any] |
             + f'<h2>Messages in partition {partition}</h2>{form}{records}'
             + (f"<h2>Topic config overrides</h2><table>{configs}</table>" if configs else ""))
     return _page(f"topic {name}", body)
+
+
+def clients(found: list[dict[str, Any]]) -> str:
+    """The clients pushing telemetry (KIP-714) and the latest value of each metric they pushed."""
+    sections = []
+    for c in found:
+        rows = [f"<tr>{_cell(m['name'])}"
+                f"{_cell(', '.join(f'{k}={v}' for k, v in sorted(m['attributes'].items())))}"
+                f"{_cell(m['value'], 'num')}</tr>" for m in c["metrics"]]
+        pushed = "never" if c["last_push_ms"] is None else _timestamp(int(c["last_push_ms"]))
+        sections.append(
+            f"<h2>{escape(c['client_id'] or '(no client id)')}</h2>"
+            f"<p>instance {escape(c['client_instance_id'])} from "
+            f"{escape(c['source_address'])} · every {c['push_interval_ms']} ms · "
+            f"{c['pushes']} pushes, last {escape(pushed)}</p>"
+            + _table(["Metric", "Attributes", "Value"], rows, empty="nothing pushed yet"))
+    body = "<h1>Clients</h1>" + ("".join(sections) or
+                                 "<p>No client has asked for a telemetry subscription. Add one "
+                                 "with <code>kafkette client-metrics --alter</code>.</p>")
+    return _page("clients", body)

@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     add_serve_arguments(sub.add_parser("serve", help="run the broker"))
     configs = sub.add_parser("configs", add_help=False,
-                             help="kafka-configs.sh for --entity-type users: SCRAM credentials "
-                                  "(see `kafkette configs --help`)")
+                             help="kafka-configs.sh: client quotas of users, clients and ips; "
+                                  "SCRAM credentials of users (see `kafkette configs --help`)")
     configs.add_argument("args", nargs=argparse.REMAINDER)
     groups = sub.add_parser("groups", add_help=False,
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help="control a running kafkette over its admin server: faults, "
                                   "nodes, coordinator and leader moves (`kafkette cluster --help`)")
     cluster.add_argument("args", nargs=argparse.REMAINDER)
+    client_metrics = sub.add_parser(
+        "client-metrics", add_help=False,
+        help="kafka-client-metrics.sh: client telemetry subscriptions (KIP-714): --alter, "
+             "--describe, --list, --delete (see `kafkette client-metrics --help`)")
+    client_metrics.add_argument("args", nargs=argparse.REMAINDER)
     # Run by transactions_cli, which is imported only then (it imports the protocol codecs).
     txn = sub.add_parser("transactions", help="list and describe transactions")
     txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
@@ -214,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
         return run_pipeline(argv[1:])
     if argv[:1] == ["configs"]:  # kafka-configs.sh's flags, parsed by its own module
-        from . import configs_command
+        from . import client_quota_configs, configs_command
 
+        if client_quota_configs.handles(argv[1:]):  # client quotas (and users' --describe)
+            return client_quota_configs.main(argv[1:])
         return configs_command.main(argv[1:])
     if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
         from . import groups_command
@@ -229,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import acls_command
 
         return acls_command.main(argv[1:])
+    if argv[:1] == ["client-metrics"]:
+        from . import client_metrics_command
+
+        return client_metrics_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
         from . import cluster_command
 

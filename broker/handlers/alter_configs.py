@@ -1,7 +1,8 @@
 """AlterConfigs (key 33, versions 0-2) and IncrementalAlterConfigs (key 44, versions 0-1)
-for topics, brokers and groups. A BROKER resource is a node id (that broker's dynamic configs)
+for topics, brokers, groups and client metrics subscriptions. A BROKER resource is a node id (that broker's dynamic configs)
 or "" (the cluster-wide default), see broker/services/broker_configs.py; a GROUP resource is a
-group id, see broker/services/group_configs.py."""
+group id, see broker/services/group_configs.py; a CLIENT_METRICS resource is a subscription name,
+see broker/services/client_metrics.py."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ..security.acl import AclOperation
 from ..services import ServiceError
 from ._config_access import config_refusal
 
-TOPIC, BROKER, GROUP = 2, 4, 32
+TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -86,6 +87,12 @@ def _group_incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
     return _apply_operations(current, configs, lambda _name: None)  # no group config is a list
 
 
+def _client_metrics_incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
+    # metrics and match are lists (APPEND / SUBTRACT work on them), interval.ms is not
+    return _apply_operations(current, configs,
+                             lambda name: "" if name in ("metrics", "match") else None)
+
+
 def _replace_all(_current: dict[str, str], configs: Any) -> dict[str, str]:
     # Legacy AlterConfigs replaces every override of the resource with the given set.
     return {c.name: c.value for c in configs}
@@ -94,7 +101,8 @@ def _replace_all(_current: dict[str, str], configs: Any) -> dict[str, str]:
 async def _alter(ctx: RequestContext, req: Any,
                  topic_configs: Callable[[dict[str, str], Any], dict[str, str]],
                  broker_configs: Callable[[dict[str, str], Any], dict[str, str]],
-                 group_configs: Callable[[dict[str, str], Any], dict[str, str]]):
+                 group_configs: Callable[[dict[str, str], Any], dict[str, str]],
+                 client_metrics: Callable[[dict[str, str], Any], dict[str, str]]):
     cls = ctx.response_type
     result_cls = item_type(cls, "responses")
     topics = ctx.services.topics
@@ -121,6 +129,11 @@ async def _alter(ctx: RequestContext, req: Any,
                     res.resource_name,
                     lambda current: group_configs(current, changes),  # noqa: B023
                     validate_only=req.validate_only)
+            elif res.resource_type == CLIENT_METRICS:
+                await ctx.services.telemetry.configs.alter(
+                    res.resource_name,
+                    lambda current: client_metrics(current, changes),  # noqa: B023
+                    validate_only=req.validate_only)
             else:
                 raise ServiceError(ErrorCode.invalid_request,
                                    f"Unsupported resource type {res.resource_type}")
@@ -134,9 +147,9 @@ async def _alter(ctx: RequestContext, req: Any,
 @api(44, 0, 1)
 async def handle_incremental_alter_configs(ctx: RequestContext, req: Any):
     return await _alter(ctx, req, _incremental, _broker_incremental(ctx.config),
-                        _group_incremental)
+                        _group_incremental, _client_metrics_incremental)
 
 
 @api(33, 0, 2)
 async def handle_alter_configs(ctx: RequestContext, req: Any):
-    return await _alter(ctx, req, _replace_all, _replace_all, _replace_all)
+    return await _alter(ctx, req, _replace_all, _replace_all, _replace_all, _replace_all)

@@ -1,4 +1,5 @@
-"""DescribeConfigs (key 32), versions 1-4, for topics, brokers and groups."""
+"""DescribeConfigs (key 32), versions 1-4, for topics, brokers, groups and client metrics
+subscriptions."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..services import ServiceError
 from ..services.config_entries import DEFAULT_CONFIG, broker_config_entries
 from ._config_access import config_refusal
 
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 
 
 @api(32, 1, 4)
@@ -55,6 +56,11 @@ def handle_describe_configs(ctx: RequestContext, req: Any):
         elif res.resource_type == GROUP:
             try:
                 entries = ctx.services.group_configs.entries(res.resource_name, keys)
+            except ServiceError as exc:
+                error, message = exc.code, exc.message
+        elif res.resource_type == CLIENT_METRICS:
+            try:
+                entries = ctx.services.telemetry.configs.entries(res.resource_name, keys)
             except ServiceError as exc:
                 error, message = exc.code, exc.message
         else:

@@ -20,6 +20,7 @@ from ..responses import SplicedResponse
 from ..routes import api
 from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..services.record_service import FetchSession, PartitionRead
+from ._quota import fetch_under_quota
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -116,11 +117,22 @@ def handle_fetch(ctx: RequestContext, req: Any):
     else:
         keys = [t.topic for t in req.topics]
         wanted = [(t.topic, None, t.partitions) for t in req.topics]
+    max_bytes = min(req.max_bytes, ctx.services.records.fetch_max_bytes)
+    quotas = ctx.services.quotas
+    if quotas.active:  # some client quota is set: this client's may throttle it
+        return fetch_under_quota(ctx, quotas, max_bytes,
+                                 lambda limit: _fetch(ctx, req, keys, wanted, limit),
+                                 lambda throttle_ms: _throttled(version, throttle_ms))
+    return _fetch(ctx, req, keys, wanted, max_bytes)
+
+
+def _fetch(ctx: RequestContext, req: Any, keys: list[Any], wanted: list[Any],
+           max_bytes: int) -> Any:
+    version = ctx.api_version
     # ctx.authorizing, inlined: the hot path
     session = ctx.services.records.fetch(
         wanted, None if ctx.services.acls is None else _readable(ctx, req))
     read_committed = getattr(req, "isolation_level", 0) == 1
-    max_bytes = min(req.max_bytes, ctx.services.records.fetch_max_bytes)
 
     def answer() -> tuple[SplicedResponse, int, bool]:
         reads, total, error = session.read(max_bytes, read_committed)
@@ -156,6 +168,18 @@ async def _long_poll(session: FetchSession, answer: Any, max_wait: float,
         if error or total >= min_bytes or loop.time() >= deadline or session.any_closed:
             session.sent()
             return response
+
+
+def _throttled(version: int, throttle_ms: int) -> SplicedResponse:
+    """The answer to a Fetch over its client's quota: no data, the throttle time (Kafka's
+    getThrottledResponse)."""
+    b = _Body(version)
+    b.raw(_I32.pack(throttle_ms))
+    if version >= 7:
+        b.raw(_I16.pack(0) + _I32.pack(0))  # error code, session id (no session)
+    b.array_len(0)
+    b.tags()
+    return b.finish()
 
 
 def _session_not_found(version: int) -> SplicedResponse:

@@ -28,6 +28,7 @@ from ..responses import CLOSE_CONNECTION, NO_RESPONSE
 from ..routes import api
 from ..security.acl import AclOperation, ResourceType
 from ..services.errors import ServiceError, service_error
+from ._quota import produce_under_quota
 
 log = logging.getLogger("kafkette.produce")
 # A full disk rejects every produce: one line per error code a while, not one per request.
@@ -44,6 +45,13 @@ _RETRY_ADD = frozenset({CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, NOT_
 
 @api(0, 0, 12, min_accepted=3)
 def handle_produce(ctx: RequestContext, req: Any):
+    quotas = ctx.services.quotas
+    if quotas.active:  # some client quota is set: this client's may throttle it
+        return produce_under_quota(ctx, req, quotas, lambda: _handle_produce(ctx, req))
+    return _handle_produce(ctx, req)
+
+
+def _handle_produce(ctx: RequestContext, req: Any) -> Any:
     # ctx.authorizing, inlined: the hot path
     refused = _unauthorized(ctx, req) if ctx.services.acls is not None else None
     if req.transactional_id is not None and ctx.api_version >= 12 and \

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..config import BrokerConfig
 from .broker_configs import BrokerConfigService
+from .client_quotas import ClientQuotas
+from .client_telemetry import ClientTelemetry
 from .cluster import ClusterInfo
 from .errors import ServiceError
 from .group_configs import GroupConfigService
@@ -37,6 +39,8 @@ class Services:
     # the share-state coordinator on __share_group_state: the broker's share Persister
     share_state: ShareStateService
     shares: ShareService
+    quotas: ClientQuotas
+    telemetry: ClientTelemetry
     # The ACLs and their authorizer; None without ``authorizer.class.name`` (all allowed).
     acls: AclStore | None = None
     # SCRAM users (DescribeUserScramCredentials / AlterUserScramCredentials, SASL/SCRAM logins)
@@ -46,6 +50,6 @@ class Services:
         self.topics.on_change.append(self.groups.on_topics_changed)
 
 
-__all__ = ["BrokerConfigService", "ClusterInfo", "GroupConfigService", "GroupService",
-           "RecordService", "ScramCredentialService", "ServiceError", "Services", "ShareService",
-           "ShareStateService", "TopicService"]
+__all__ = ["BrokerConfigService", "ClientQuotas", "ClientTelemetry", "ClusterInfo",
+           "GroupConfigService", "GroupService", "RecordService", "ScramCredentialService",
+           "ServiceError", "Services", "ShareService", "ShareStateService", "TopicService"]
