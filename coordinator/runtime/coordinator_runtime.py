@@ -36,6 +36,9 @@ from .result import Result
 log = logging.getLogger("kafkette.coordinator")
 
 MAX_BATCH_RECORDS = 5000
+# A reload that failed (the log unreadable for a while) is retried: 200 ms, doubling, 30 s at most.
+RELOAD_RETRY_MS = 200
+RELOAD_RETRY_MAX_MS = 30_000
 T = TypeVar("T")
 
 
@@ -144,6 +147,7 @@ class PartitionContext:
         self._batch_seq = 0
         self._ready: asyncio.Future | None = None  # set while (re)loading
         self._reload_task: asyncio.Task | None = None
+        self._reload_failures = 0  # reloads failed in a row (their retries back off)
         self._tag: tuple[PartitionContext, int] | None = None  # see _timer_tag
         # The loop of the first write (asyncio.get_running_loop costs a getpid syscall).
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -448,11 +452,21 @@ class PartitionContext:
             await self.load()
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("__consumer_offsets-%d: reloading failed", self.partition)
-            self.state = State.FAILED  # stays so: ops get COORDINATOR_LOAD_IN_PROGRESS
+        except Exception as exc:  # noqa: BLE001 - logged; retried on a timer
+            delay_ms = min(RELOAD_RETRY_MS << min(self._reload_failures, 16), RELOAD_RETRY_MAX_MS)
+            self._reload_failures += 1
+            log.error("__consumer_offsets-%d: reloading failed (attempt %d: %r); retrying in "
+                      "%d ms", self.partition, self._reload_failures, exc, delay_ms)
+            self.state = State.FAILED  # until then: ops get COORDINATOR_LOAD_IN_PROGRESS
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(None)  # waiting reads retry and get that error
+            self.clock.schedule(("coordinator-reload", self.partition, self.epoch), delay_ms,
+                                self._maybe_reload)
+        else:
+            if self._reload_failures:
+                log.warning("__consumer_offsets-%d: reloaded after %d failed attempt(s)",
+                            self.partition, self._reload_failures)
+            self._reload_failures = 0
         finally:
             self._reload_task = None
 
