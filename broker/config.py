@@ -42,6 +42,9 @@ DEFAULTS: dict[str, str] = {
     "queued.max.response.bytes": "16777216",
     "request.max.elements": "20000",
     "fetch.max.bytes": "57671680",
+    "max.connections": "2147483647",
+    "max.connections.per.ip": "2147483647",
+    "queued.max.response.total.bytes": "1073741824",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -222,6 +225,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "queued.max.response.bytes": ConfigKey("INT", at_least(1)),
     "request.max.elements": ConfigKey("INT", at_least(1)),
     "fetch.max.bytes": ConfigKey("INT", at_least(1024)),
+    "max.connections": ConfigKey("INT", at_least(0)),
+    "max.connections.per.ip": ConfigKey("INT", at_least(0)),
+    "queued.max.response.total.bytes": ConfigKey("LONG", at_least(1)),
     "admin.listener": ConfigKey("STRING"),
     # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(

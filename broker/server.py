@@ -18,6 +18,7 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .connection_limits import ConnectionLimits
 from .services import ClusterInfo, GroupService, RecordService, Services, TopicService
 from .services.broker_configs import BrokerConfigService
 from .services.group_configs import GroupConfigService
@@ -103,6 +104,7 @@ class Broker:
         self.clock = clock if clock is not None else SystemClock()
         self.cluster_id = self.config.get_str("cluster.id")
         self.connections: set[KafkaConnection] = set()
+        self.connection_limits = ConnectionLimits(self.config, self.connections)
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
         first = self.config.node_id

@@ -19,6 +19,7 @@ import socket
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 log = logging.getLogger("kafkette.admin")
 
@@ -67,7 +68,7 @@ def json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
-def guard(check: HostCheck) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def guard(check: HostCheck) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
