@@ -451,10 +451,14 @@ class KafkaConnection(asyncio.Protocol):
 
     def _flush(self) -> None:
         out = self._out
-        if out and self.transport is not None and not self._closed:
-            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        transport = self.transport
+        if out and transport is not None and not self._closed:
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
             out.clear()
-            self.refresh_unsent()
+            size = transport.get_write_buffer_size()  # 0 unless the client reads slowly
+            if size != self._unsent:
+                self._limits.unsent += size - self._unsent
+                self._unsent = size
             return
         out.clear()
 
