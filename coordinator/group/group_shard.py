@@ -13,7 +13,7 @@ which creates it (and imports its modules) on first use.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kafkette.protocol import group_records
@@ -233,10 +233,25 @@ class GroupCoordinatorShard:
         if result.records:
             if group is None:
                 gm.ensure_group(group_id)  # a simple group
+                result.undo = self._undo_simple_group(group_id, result.undo)
             elif group.members:  # a simple group has none to touch
                 gm.touch_member(group, request.member_id)
             gm.events.committed(group_id, len(result.records))
         return result
+
+    def _undo_simple_group(self, group_id: str, undo_offsets: Callable[[], None] | None
+                           ) -> Callable[[], None] | None:
+        """A failed first commit of a simple group: its offsets, then the group, undone."""
+        if undo_offsets is None:
+            return None
+
+        def undo() -> None:
+            undo_offsets()
+            group = self.groups.get(group_id)
+            if group is not None and not group.members \
+                    and group_id not in self.offset_manager.offsets:
+                del self.groups[group_id]
+        return undo
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:
         """Response: (group error, [(topic, [(partition, error)])])."""

@@ -128,7 +128,7 @@ async def test_a_failed_reload_is_retried_on_the_clock(caplog):
     _errors, write = commit(ctx, "g", ("t", 0, 5))
     await write
     log.fail_with, log.reads_fail = KafkaStorageError("disk gone"), 2
-    _errors, write = commit(ctx, "g", ("t", 0, 6))
+    _results, write = ctx.write(lambda s: s.delete_groups(["g"]))  # no undo: a reload
     with pytest.raises(KafkaStorageError):
         await write
     log.fail_with = None
@@ -146,3 +146,30 @@ async def test_a_failed_reload_is_retried_on_the_clock(caplog):
     assert sum("reloading failed" in m for m in messages) == 2, messages
     assert any("retrying in 400 ms" in m for m in messages)
     assert any("reloaded after 2 failed attempt(s)" in m for m in messages)
+
+
+async def test_a_failed_commit_fails_the_commit_not_the_partition(caplog):
+    """Kafka reverts a failed write in memory: the commit fails, the offsets are as before, a
+    simple group it would have created is gone, and the partition is never reloaded."""
+    ctx, log, _clock = await loaded()
+    shard = ctx.shard
+    _errors, write = commit(ctx, "g", ("t", 0, 5), ("t", 1, 7))
+    await write
+    log.fail_with = KafkaStorageError("no space left on device")
+    for attempt in range(50):  # a full disk: every commit fails, nothing is reloaded
+        _errors, write = commit(ctx, "g", ("t", 0, 100 + attempt), ("t", 2, 9),
+                                ("u", 0, 1))
+        with pytest.raises(KafkaStorageError):
+            await write
+        _errors, write = commit(ctx, "new-simple", ("t", 0, 1))
+        with pytest.raises(KafkaStorageError):
+            await write
+        assert ctx.state.value == "active" and ctx.shard is shard
+    assert await committed(ctx, "g") == [("t", [(0, 5, -1, "", 0), (1, 7, -1, "", 0)])]
+    assert "new-simple" not in shard.groups and await committed(ctx, "new-simple") == []
+    log.fail_with = None
+    _errors, write = commit(ctx, "g", ("t", 0, 6))
+    await write
+    assert await committed(ctx, "g") == [("t", [(0, 6, -1, "", 0), (1, 7, -1, "", 0)])]
+    lines = [r.getMessage() for r in caplog.records if "write failed" in r.getMessage()]
+    assert len(lines) == 1 and "undoing them in memory" in lines[0], lines

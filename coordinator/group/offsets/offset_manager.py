@@ -298,9 +298,37 @@ class OffsetMetadataManager:
         if group is None:
             log.info("creating simple group %s via manual offset commit", group_id)
         if store:
+            undo = self._undo_of(records)
             self._store_built(records, entries)
-            return Result(records, errors, replay=False)
+            return Result(records, errors, replay=False, undo=undo)
         return Result(records, errors)
+
+    def _undo_of(self, records: list[tuple[bytes, bytes]]) -> Callable[[], None]:
+        """What puts the offsets ``records`` overwrite back (a failed append: the commit
+        fails, the partition stays loaded)."""
+        cached = self.parts_by_prefix
+        saved: list[tuple[bytes, tuple[int, int, OffsetCommitValue] | None]] = []
+        for key, _value in records:
+            parts = cached.get(key[:-4])
+            if parts is None:  # first sight of (group, topic), or off the fast path
+                okey = group_records.decode_key(key)
+                assert isinstance(okey, OffsetCommitKey)
+                parts = self.offsets.get(okey.group, {}).get(okey.topic)
+            saved.append((key, None if parts is None
+                          else parts.get(int.from_bytes(key[-4:], "big", signed=True))))
+
+        def undo() -> None:
+            for key, previous in reversed(saved):
+                okey = group_records.decode_key(key)
+                assert isinstance(okey, OffsetCommitKey)
+                if previous is None:
+                    self.replay_tombstone(okey)
+                else:
+                    offset, epoch, entry = previous
+                    self.replay_commit(okey, key, encode_offset_value(
+                        offset, epoch, entry.metadata, entry.commit_timestamp,
+                        entry.expire_timestamp))
+        return undo
 
     def delete(self, group: Group, topics: list[tuple[str, list[int]]]
                ) -> tuple[list[RawRecord], list[tuple[str, list[tuple[int, int]]]]]:
