@@ -224,12 +224,15 @@ class GroupCoordinatorShard:
         request, partitions = commit
         group_id = request.group_id
         consumer_group = self.consumer_groups.get(group_id)
+        # While appends fail, a commit can be undone (else a failure reloads the partition).
+        undoable = self.context.writes_failing
         if consumer_group is not None:
             return self.offset_manager.commit(consumer_group, request, partitions,
-                                              self.context.now_ms())
+                                              self.context.now_ms(), undoable=undoable)
         gm = self.group_manager
         group = gm.groups.get(group_id)
-        result = self.offset_manager.commit(group, request, partitions, self.context.now_ms())
+        result = self.offset_manager.commit(group, request, partitions, self.context.now_ms(),
+                                            undoable=undoable)
         if result.records:
             if group is None:
                 gm.ensure_group(group_id)  # a simple group

@@ -30,16 +30,13 @@ from .error_codes import (
     CoordinatorError,
     append_error,
 )
-from .failure_log import FailureLog
+from .failure_log import FailureLog, retry_delay_ms
 from .futures import DurableFuture, ParkedFuture
 from .result import Result
 
 log = logging.getLogger("kafkette.coordinator")
 
 MAX_BATCH_RECORDS = 5000
-# A reload that failed (the log unreadable for a while) is retried: 200 ms, doubling, 30 s at most.
-RELOAD_RETRY_MS = 200
-RELOAD_RETRY_MAX_MS = 30_000
 T = TypeVar("T")
 
 
@@ -73,6 +70,8 @@ class ShardContext(Protocol):
     def now_ms(self) -> int: ...
 
     def new_future(self) -> ParkedFuture: ...
+
+    writes_failing: bool  # from a failed append until one succeeds: Results carry an undo
 
 
 ShardFactory = Callable[["PartitionContext"], Shard]
@@ -151,7 +150,7 @@ class PartitionContext:
         self._ready: asyncio.Future | None = None  # set while (re)loading
         self._reload_task: asyncio.Task | None = None
         self._reload_failures = 0  # reloads failed in a row (their retries back off)
-        self._failures = FailureLog(log)  # failed writes: a line every 10 s at most
+        self._failures, self.writes_failing = FailureLog(log), False  # see ShardContext
         self._tag: tuple[PartitionContext, int] | None = None  # see _timer_tag
         # The loop of the first write (asyncio.get_running_loop costs a getpid syscall).
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -404,6 +403,7 @@ class PartitionContext:
         inflight = self._inflight
         while inflight and inflight[0].durable:
             batch = inflight.popleft()
+            self.writes_failing = self.writes_failing and not batch.records
             if batch.timer is not None:
                 self.clock.cancel(batch.timer)
             for fut, response, on_durable, _on_error in batch.waiters:
@@ -437,9 +437,9 @@ class PartitionContext:
         # All failed ops undoable, no other append outstanding: undone, the shard stays loaded.
         undo = (batch is not None and self.state is State.ACTIVE and not self._appending
                 and all(b.undos is not None for b in failed))
+        self.writes_failing = True
         self._failures.warning("__consumer_offsets-%d: write failed (%r); failing %d pending "
-                               "writes and %s", self.partition, exc,
-                               sum(len(b.waiters) for b in failed),
+                               "writes and %s", self.partition, exc, sum(len(b.waiters) for b in failed),
                                "undoing them in memory" if undo else "reloading the partition")
         self._fail_batches(failed, exc)
         if undo:
@@ -475,7 +475,7 @@ class PartitionContext:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - logged; retried on a timer
-            delay_ms = min(RELOAD_RETRY_MS << min(self._reload_failures, 16), RELOAD_RETRY_MAX_MS)
+            delay_ms = retry_delay_ms(self._reload_failures)
             self._reload_failures += 1
             log.error("__consumer_offsets-%d: reloading failed (attempt %d: %r); retrying in "
                       "%d ms", self.partition, self._reload_failures, exc, delay_ms)

@@ -1,4 +1,6 @@
-"""A partition's failed writes, logged once per interval: a full disk fails every append, and
+"""A partition's failed writes, logged once per interval, and the backoff of failed loads.
+
+Failed writes are logged once per interval: a full disk fails every append, and
 a line per append buries the log. The lines held back are counted into the next one."""
 
 from __future__ import annotations
@@ -7,6 +9,14 @@ import logging
 import time
 
 INTERVAL_S = 10.0
+# A load that failed (the log unreadable for a while) is retried: 200 ms, doubling, 30 s at most.
+RETRY_MS = 200
+RETRY_MAX_MS = 30_000
+
+
+def retry_delay_ms(failures: int) -> int:
+    """The wait before the next attempt after ``failures`` failed ones in a row."""
+    return min(RETRY_MS << min(failures, 16), RETRY_MAX_MS)
 
 
 class FailureLog:

@@ -31,11 +31,13 @@ async def _settle() -> None:
 
 @pytest.mark.parametrize("held_op", ["commit", "delete-groups"])
 async def test_failed_append_fails_its_batch_and_later_ones_then_reloads(held_op):
-    """Commits are undone in memory (the shard stays loaded); a batch with an op that has no
-    undo (DeleteGroups) makes the shard reload from the log. Either way nothing lost shows."""
+    """While appends fail, commits are undone in memory (the shard stays loaded); a batch with
+    an op that has no undo (DeleteGroups) makes the shard reload from the log. Either way
+    nothing lost shows."""
     ctx, log, _clock = await loaded()
     _e, first = commit(ctx, "g", ("t", 0, 1))
     await first
+    ctx.writes_failing = held_op == "commit"  # as after an earlier failure
     log.gate = asyncio.Event()  # hold the next append
     if held_op == "commit":
         _e, held = commit(ctx, "g", ("t", 0, 2))
