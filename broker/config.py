@@ -58,6 +58,9 @@ DEFAULTS: dict[str, str] = {
     "quota.window.num": "11",
     "quota.window.size.seconds": "1",
     "telemetry.max.bytes": "1048576",
+    "max.connections": "2147483647",
+    "max.connections.per.ip": "2147483647",
+    "queued.max.response.total.bytes": "1073741824",
     "connections.max.idle.ms": "600000",
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
@@ -299,6 +302,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "quota.window.num": ConfigKey("INT", at_least(1)),
     "quota.window.size.seconds": ConfigKey("INT", at_least(1)),
     "telemetry.max.bytes": ConfigKey("INT", at_least(1)),
+    "max.connections": ConfigKey("INT", at_least(0)),
+    "max.connections.per.ip": ConfigKey("INT", at_least(0)),
+    "queued.max.response.total.bytes": ConfigKey("LONG", at_least(1)),
     "admin.listener": ConfigKey("STRING"),
     # KIP-848 (checked again, with Kafka's messages, by coordinator.group.consumer.consumer_group_config)
     "group.coordinator.rebalance.protocols": ConfigKey(

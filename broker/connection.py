@@ -35,6 +35,7 @@ from kafkette.protocol.headers import HeaderError, HeaderParser
 
 from . import request_log, request_memo
 from .cluster.faults import FaultRegistry
+from .connection_limits import ConnectionLimits
 from .context import ConnectionClosing, RequestContext
 from .registry import ROUTES
 from .responses import (
@@ -65,6 +66,7 @@ class ConnectionOwner(Protocol):
     config: Any
     services: Services
     connections: set[KafkaConnection]
+    connection_limits: ConnectionLimits
     faults: FaultRegistry
     stats: BrokerStats
     # the listener's authentication (TLS client certificates, SASL); None: none
@@ -103,6 +105,9 @@ class KafkaConnection(asyncio.Protocol):
         self._barrier = False  # an unanswered request that is not pipelined: handle no more
         self._paused = False  # reading paused
         self._write_blocked = False  # unsent responses over queued.max.response.bytes
+        self._limits = broker.connection_limits
+        self._admitted_ip: str | None = None  # counted by the limits (until connection_lost)
+        self._unsent = 0  # the write buffer's size when last looked at (the limits sum them)
         self._closed = False
         self._muted = False  # throttled (mute_for): neither read nor handle requests
         self._unmute_at = 0.0
@@ -150,6 +155,12 @@ class KafkaConnection(asyncio.Protocol):
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
             self.client_host = f"/{peer[0]}"
+        ip = str(peer[0]) if peer else "?"
+        if not self._limits.admit(ip):  # max.connections(.per.ip): refused by closing
+            self._closed = True
+            stream.abort()
+            return
+        self._admitted_ip = ip
         self.broker.connections.add(self)
         stream.set_write_buffer_limits(high=self._max_unsent)
         security = self.broker.security
@@ -165,6 +176,10 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self.broker.connections.discard(self)
+        if self._admitted_ip is not None:
+            self._limits.release(self._admitted_ip, self, self._unsent)
+            self._admitted_ip = None
+            self._unsent = 0
         if self._task is not None:
             self._task.cancel()
         if self._idle_handle is not None:
@@ -177,10 +192,12 @@ class KafkaConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._write_blocked = True
+        self.refresh_unsent()
         self._update_reading()
 
     def resume_writing(self) -> None:
         self._write_blocked = False
+        self.refresh_unsent()
         if not self._barrier:
             self._drain()
         self._update_reading()
@@ -216,6 +233,8 @@ class KafkaConnection(asyncio.Protocol):
         queued = len(self._queue) + max(len(self._waiting) - 1, 0)
         full = (self._write_blocked or self._muted or queued >= self._max_queued
                 or self._queued_bytes >= self._max_queued_bytes)
+        if not full and self._unsent and self._held_by_budget():
+            full = True
         if full and not self._paused:
             self._paused = True
             self.transport.pause_reading()
@@ -254,6 +273,8 @@ class KafkaConnection(asyncio.Protocol):
         waiting = self._waiting
         while queue and not self._closed and not self._write_blocked and not self._barrier \
                 and not self._muted:
+            if self._unsent and self._held_by_budget():
+                break  # answered once the broker's unsent bytes are back under their bound
             frame = queue[0]
             if waiting and not frame.startswith(_PIPELINED_PREFIXES):
                 break  # handled once every request before it is answered
@@ -462,6 +483,7 @@ class KafkaConnection(asyncio.Protocol):
         if type(result) is SplicedResponse:
             self._flush()
             write_spliced(self.transport, api_codec, corr, result)
+            self.refresh_unsent()
             return
         try:
             data = frame_response(api_codec, corr, result)
@@ -495,9 +517,41 @@ class KafkaConnection(asyncio.Protocol):
 
     def _flush(self) -> None:
         out = self._out
-        if out and self.transport is not None and not self._closed:
-            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        transport = self.transport
+        if out and transport is not None and not self._closed:
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
+            out.clear()
+            size = transport.get_write_buffer_size()  # 0 unless the client reads slowly
+            if size != self._unsent:
+                self._limits.unsent += size - self._unsent
+                self._unsent = size
+            return
         out.clear()
+
+    def refresh_unsent(self) -> int:
+        """The response bytes the client has not read yet, as the limits count them."""
+        transport = self.transport
+        size = transport.get_write_buffer_size() if transport is not None and not self._closed \
+            else 0
+        if size != self._unsent:
+            self._limits.unsent += size - self._unsent
+            self._unsent = size
+        return size
+
+    def _held_by_budget(self) -> bool:
+        """This connection has unread responses while all connections' together exceed
+        queued.max.response.total.bytes: it is served no further (the limits wake it)."""
+        if self._limits.over():
+            self._limits.wait(self)
+            return True
+        return False
+
+    def budget_freed(self) -> None:
+        """The broker-wide unsent bytes are back under their bound: serve and read again."""
+        if not self._barrier and self._queue:
+            self._drain()  # ends with _update_reading
+        else:
+            self._update_reading()
 
     # Lifecycle ---------------------------------------------------------------------------
     def _check_idle(self) -> None:

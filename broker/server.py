@@ -18,6 +18,7 @@ from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
 from .config import BrokerConfig, Listener
 from .connection import KafkaConnection
+from .connection_limits import ConnectionLimits
 from .security.acl_store import AclStore, authorizer_configured
 from .security.config_keys import ADD_SCRAM, parse_add_scram
 from .security.listener import ListenerSecurity, SecurityConfigError, listener_securities
@@ -121,6 +122,7 @@ class Broker:
         self.clock = clock if clock is not None else SystemClock()
         self.cluster_id = self.config.get_str("cluster.id")
         self.connections: set[KafkaConnection] = set()
+        self.connection_limits = ConnectionLimits(self.config, self.connections)
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
         first = self.config.node_id

@@ -139,6 +139,12 @@ class PartitionLog(LogRetention):
             seg = Segment(self.directory, 0, now)
             seg.open_in_thread()  # an empty partition has an empty first segment, as in Kafka
             self._segments.append(seg)
+        active = self._segments[-1]
+        if active.size == 0 and active.fd is not None:
+            # Opened again by its first append or read: a topic of thousands of partitions
+            # nobody wrote to holds no file descriptors.
+            os.close(active.fd)
+            active.fd = None
         self._bases = [s.base_offset for s in self._segments]
         self._log_start = self._segments[0].base_offset
         self._next = self._hw = self._segments[-1].next_offset

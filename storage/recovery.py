@@ -131,8 +131,8 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
         later = files[i + 1:]
         if unflushed:
             log.warning("%s: recovering unflushed segment %s: %s; truncating it to %d bytes and "
-                        "deleting the %d later unflushed segment(s)", name, file_name, problem,
-                        valid, len(later))
+                        "deleting the %d later unflushed segment(s): offsets from %d on are cut",
+                        name, file_name, problem, valid, len(later), seg.next_offset)
             for later_base, _ in later:
                 _unlink_segment(directory, later_base)
             if seg.sealed:  # the active segment again: Kafka keeps no index files for that one
@@ -142,8 +142,8 @@ def load_segments(plog: PartitionLog, *, clean_shutdown: bool, recovery_point: i
             seg.sealed = False
             break
         if not seg.sealed:
-            log.warning("%s: damaged active segment %s (%s): truncating it to %d bytes", name,
-                        file_name, problem, valid)
+            log.warning("%s: damaged active segment %s (%s): truncating it to %d bytes: offsets "
+                        "from %d on are cut", name, file_name, problem, valid, seg.next_offset)
             continue
         assert next_base is not None  # a sealed segment has a successor
         log.warning("%s: damaged segment %s (%s): truncating it to %d bytes; offsets %d..%d are "

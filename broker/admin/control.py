@@ -11,7 +11,8 @@
     GET    /v1/faults   the faults not yet used up
     DELETE /v1/faults   remove them all
 
-Bad JSON, unknown fields and unknown API or error names are answered 400 with a one-line reason.
+Bad JSON (not UTF-8, nested too deeply), unknown fields, out-of-range values and unknown API or
+error names are answered 400 with a one-line reason as JSON: ``{"error": "..."}``.
 """
 
 from __future__ import annotations
@@ -29,11 +30,18 @@ FAULT_FIELDS = frozenset({"api", "error", "count", "node", "delay_ms", "throttle
 
 async def json_body(request: web.Request) -> dict[str, Any]:
     """The request's JSON object; 400 with the reason when it is not one."""
-    raw = await request.text()
+    raw = await request.read()
     try:
-        body = json.loads(raw) if raw.strip() else {}
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise web.HTTPBadRequest(text=f"body is not UTF-8: {exc.reason} at byte {exc.start}"
+                                 ) from None
+    try:
+        body = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
         raise web.HTTPBadRequest(text=f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise web.HTTPBadRequest(text="body is not valid JSON: nested too deeply") from None
     if not isinstance(body, dict):
         raise web.HTTPBadRequest(text="body must be a JSON object")
     return body

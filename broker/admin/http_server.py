@@ -20,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from . import pages, views
 from .control import ControlApi
+from .guard import HostCheck, guard
 from .metrics import Renderer, scrape
 
 log = logging.getLogger("kafkette.admin")
@@ -66,7 +67,7 @@ class AdminServer:
         return f"http://{host}:{port}"
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[guard(HostCheck(self.host))])
         app.add_routes([
             web.get("/metrics", self.metrics),
             web.get("/", self.index_page),

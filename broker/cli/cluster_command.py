@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -91,7 +92,10 @@ def call(admin: str | None, method: str, path: str, body: dict[str, Any] | None 
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read() or b"null")
     except urllib.error.HTTPError as exc:
-        raise CliError(f"{method} {path}: {exc.code} {exc.read().decode(errors='replace').strip()}") from None
+        text = exc.read().decode(errors="replace").strip()
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            text = str(json.loads(text)["error"])  # the JSON API's errors: {"error": "..."}
+        raise CliError(f"{method} {path}: {exc.code} {text}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise CliError(f"cannot reach the admin server at {base}: {reason}") from None

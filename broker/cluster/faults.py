@@ -135,9 +135,12 @@ class Fault:
                 "throttle_ms": self.throttle_ms, "node": self.node}
 
 
+INT32_MAX = 2**31 - 1  # throttle_time_ms is an int32 on the wire; a delay as long is 24 days
+
+
 def _non_negative(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise FaultError(f"{name} must be a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT32_MAX:
+        raise FaultError(f"{name} must be an integer from 0 to {INT32_MAX}, got {value!r}")
     return value
 
 

@@ -11,12 +11,17 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafkette.storage.errors import KafkaStorageError
+
 if TYPE_CHECKING:
     from kafkette.coordinator.group.group_service import GroupCoordinator
     from kafkette.coordinator.transaction.service import TransactionCoordinator
     from kafkette.storage.topics import LogManager
 
 log = logging.getLogger("kafkette.transactions")
+# Starting the group coordinator again after a failure: 200 ms, doubling, at most 30 s apart.
+START_RETRY_MS = 200
+START_RETRY_MAX_MS = 30_000
 
 # What starting the coordinators imports (most of coordinator/): imported in a worker thread, so
 # the event loop keeps answering the requests that need no coordinator meanwhile. The transaction
@@ -56,15 +61,44 @@ class GroupService:
         self._txn_start: asyncio.Future | None = None
 
     async def start(self) -> None:
-        """Create ``__consumer_offsets`` if needed and load the coordinator from it."""
+        """Create ``__consumer_offsets`` if needed and load the coordinator from it; a failure
+        (a full disk at the first start, an unreadable log) is logged and retried with backoff
+        (on the clock's timers) until it works: group requests answer
+        COORDINATOR_NOT_AVAILABLE meanwhile, as while loading."""
         await asyncio.to_thread(_import_modules, _COORDINATOR_MODULES)
         from .offsets_log import TRANSACTION_TOPIC, start_coordinator
 
-        self.coordinator = await start_coordinator(self._logs, self._config, self._clock,
-                                                   self._group_overrides, self._share_overrides,
-                                                   self._share_member_listeners)
+        attempts = 0
+        while True:
+            try:
+                self.coordinator = await start_coordinator(
+                    self._logs, self._config, self._clock, self._group_overrides,
+                    self._share_overrides, self._share_member_listeners)
+                break
+            except (KafkaStorageError, OSError) as exc:
+                delay_ms = min(START_RETRY_MS << min(attempts, 16), START_RETRY_MAX_MS)
+                attempts += 1
+                log.error("the group coordinator cannot start (attempt %d): %s; retrying in "
+                          "%d ms", attempts, exc, delay_ms)
+                await self._sleep(delay_ms)
+        if attempts:
+            log.warning("the group coordinator started after %d failed attempt(s)", attempts)
         if self._logs.topic(TRANSACTION_TOPIC) is not None:
             await self._start_transactions()
+
+    async def _sleep(self, delay_ms: int) -> None:
+        """Wait ``delay_ms`` on the coordinator clock (a test's ManualClock moves it)."""
+        woken = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        self._clock.schedule(("group-coordinator-start",), delay_ms, wake)
+        try:
+            await woken
+        finally:
+            self._clock.cancel(("group-coordinator-start",))
 
     def add_share_member_listener(self, callback: Callable[[str, str], None]) -> None:
         """Call ``callback(group_id, member_id)`` whenever a share group member leaves or is

@@ -14,7 +14,7 @@ share-group managers through ``consumer_manager()`` / ``share_manager()``, which
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kafkette.protocol import group_records
@@ -273,21 +273,39 @@ class GroupCoordinatorShard:
         request, partitions = commit
         group_id = request.group_id
         consumer_group = self.consumer_groups.get(group_id)
+        # While appends fail, a commit can be undone (else a failure reloads the partition).
+        undoable = self.context.writes_failing
         if consumer_group is not None:
             return self.offset_manager.commit(consumer_group, request, partitions,
-                                              self.context.now_ms())
+                                              self.context.now_ms(), undoable=undoable)
         gm = self.group_manager
         group = gm.groups.get(group_id)
         if group is None and group_id in self.share_groups:  # share groups commit no offsets
             return Result((), [GROUP_ID_NOT_FOUND] * len(partitions))
-        result = self.offset_manager.commit(group, request, partitions, self.context.now_ms())
+        result = self.offset_manager.commit(group, request, partitions, self.context.now_ms(),
+                                            undoable=undoable)
         if result.records:
             if group is None:
                 gm.ensure_group(group_id)  # a simple group
+                result.undo = self._undo_simple_group(group_id, result.undo)
             elif group.members:  # a simple group has none to touch
                 gm.touch_member(group, request.member_id)
             gm.events.committed(group_id, len(result.records))
         return result
+
+    def _undo_simple_group(self, group_id: str, undo_offsets: Callable[[], None] | None
+                           ) -> Callable[[], None] | None:
+        """A failed first commit of a simple group: its offsets, then the group, undone."""
+        if undo_offsets is None:
+            return None
+
+        def undo() -> None:
+            undo_offsets()
+            group = self.groups.get(group_id)
+            if group is not None and not group.members \
+                    and group_id not in self.offset_manager.offsets:
+                del self.groups[group_id]
+        return undo
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> Result:
         """Response: (group error, [(topic, [(partition, error)])])."""

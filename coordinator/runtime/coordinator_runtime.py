@@ -30,6 +30,7 @@ from .error_codes import (
     CoordinatorError,
     append_error,
 )
+from .failure_log import FailureLog, retry_delay_ms
 from .futures import DurableFuture, ParkedFuture
 from .result import Result
 
@@ -70,6 +71,8 @@ class ShardContext(Protocol):
 
     def new_future(self) -> ParkedFuture: ...
 
+    writes_failing: bool  # from a failed append until one succeeds: Results carry an undo
+
 
 ShardFactory = Callable[["PartitionContext"], Shard]
 
@@ -101,7 +104,7 @@ def _fail_waiter(waiter: _Waiter, exc: BaseException) -> None:
 
 
 class _Batch:
-    __slots__ = ("records", "waiters", "durable", "failed", "timer")
+    __slots__ = ("records", "waiters", "durable", "failed", "timer", "undos")
 
     def __init__(self) -> None:
         self.records: list[RawRecord] = []
@@ -109,6 +112,8 @@ class _Batch:
         self.durable = False
         self.failed = False
         self.timer: Hashable | None = None  # key of its write-timeout timer, once armed
+        # its ops' undos in op order; None once one with records has none (a failure reloads)
+        self.undos: list[Callable[[], None]] | None = []
 
 
 class PartitionContext:
@@ -144,6 +149,8 @@ class PartitionContext:
         self._batch_seq = 0
         self._ready: asyncio.Future | None = None  # set while (re)loading
         self._reload_task: asyncio.Task | None = None
+        self._reload_failures = 0  # reloads failed in a row (their retries back off)
+        self._failures, self.writes_failing = FailureLog(log), False  # see ShardContext
         self._tag: tuple[PartitionContext, int] | None = None  # see _timer_tag
         # The loop of the first write (asyncio.get_running_loop costs a getpid syscall).
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -285,6 +292,13 @@ class PartitionContext:
             if batch is None:
                 batch = self._open_batch()
             batch.records.extend(records)
+            undos = batch.undos
+            if undos is not None:
+                undo = result.undo
+                if undo is None:
+                    batch.undos = None
+                else:
+                    undos.append(undo)
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
@@ -389,6 +403,7 @@ class PartitionContext:
         inflight = self._inflight
         while inflight and inflight[0].durable:
             batch = inflight.popleft()
+            self.writes_failing = self.writes_failing and not batch.records
             if batch.timer is not None:
                 self.clock.cancel(batch.timer)
             for fut, response, on_durable, _on_error in batch.waiters:
@@ -408,7 +423,7 @@ class PartitionContext:
             _fail_waiter(waiter, exc)
 
     def _fail(self, batch: _Batch | None, exc: BaseException) -> None:
-        """Fail ``batch`` and every batch after it, then reload the shard from the log."""
+        """Fail ``batch`` and every batch after it, then undo them or reload the shard."""
         failed = list(self._inflight)
         if batch is not None and batch not in failed:
             failed.append(batch)
@@ -419,15 +434,18 @@ class PartitionContext:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        log.warning("__consumer_offsets-%d: write failed (%r); failing %d pending writes and "
-                    "reloading the partition", self.partition, exc,
-                    sum(len(b.waiters) for b in failed))
-        for b in failed:
-            b.failed = True
-            if b.timer is not None:
-                self.clock.cancel(b.timer)
-            for waiter in b.waiters:
-                _fail_waiter(waiter, exc)
+        # All failed ops undoable, no other append outstanding: undone, the shard stays loaded.
+        undo = (batch is not None and self.state is State.ACTIVE and not self._appending
+                and all(b.undos is not None for b in failed))
+        self.writes_failing = True
+        self._failures.warning("__consumer_offsets-%d: write failed (%r); failing %d pending "
+                               "writes and %s", self.partition, exc, sum(len(b.waiters) for b in failed),
+                               "undoing them in memory" if undo else "reloading the partition")
+        self._fail_batches(failed, exc)
+        if undo:
+            for undo_op in reversed([u for b in failed for u in b.undos or ()]):
+                undo_op()
+            return
         if self.state is State.CLOSED:  # resigned: nothing to reload
             return
         if self.state is State.ACTIVE:
@@ -439,6 +457,14 @@ class PartitionContext:
             self._ready = asyncio.get_running_loop().create_future()
         self._maybe_reload()
 
+    def _fail_batches(self, failed: list[_Batch], exc: BaseException) -> None:
+        for b in failed:
+            b.failed = True
+            if b.timer is not None:
+                self.clock.cancel(b.timer)
+            for waiter in b.waiters:
+                _fail_waiter(waiter, exc)
+
     def _maybe_reload(self) -> None:
         if self.state is State.FAILED and not self._appending and self._reload_task is None:
             self._reload_task = asyncio.ensure_future(self._reload())
@@ -448,11 +474,21 @@ class PartitionContext:
             await self.load()
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("__consumer_offsets-%d: reloading failed", self.partition)
-            self.state = State.FAILED  # stays so: ops get COORDINATOR_LOAD_IN_PROGRESS
+        except Exception as exc:  # noqa: BLE001 - logged; retried on a timer
+            delay_ms = retry_delay_ms(self._reload_failures)
+            self._reload_failures += 1
+            log.error("__consumer_offsets-%d: reloading failed (attempt %d: %r); retrying in "
+                      "%d ms", self.partition, self._reload_failures, exc, delay_ms)
+            self.state = State.FAILED  # until then: ops get COORDINATOR_LOAD_IN_PROGRESS
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(None)  # waiting reads retry and get that error
+            self.clock.schedule(("coordinator-reload", self.partition, self.epoch), delay_ms,
+                                self._maybe_reload)
+        else:
+            if self._reload_failures:
+                log.warning("__consumer_offsets-%d: reloaded after %d failed attempt(s)",
+                            self.partition, self._reload_failures)
+            self._reload_failures = 0
         finally:
             self._reload_task = None
 

@@ -62,6 +62,8 @@ class FakeContext:
             self.shard.replay_all(result.records)
         self.fired.append(result)
 
+    writes_failing = False
+
     def touch(self, key: Any, delay_ms: int) -> bool:
         return self.clock.extend(key, delay_ms, None)
 

@@ -7,7 +7,12 @@ import asyncio
 
 import pytest
 
+from kafkette.coordinator.group.group_config import CoordinatorConfig
+from kafkette.coordinator.group.group_shard import GroupCoordinatorShard
 from kafkette.coordinator.group.requests import DescribedGroup, JoinRequest
+from kafkette.coordinator.runtime.clock import ManualClock
+from kafkette.coordinator.runtime.coordinator_log import MemoryLog
+from kafkette.coordinator.runtime.coordinator_runtime import PartitionContext
 from kafkette.coordinator.runtime.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -99,3 +104,81 @@ class _Coded(Exception):
 ])
 def test_append_error_mapping(exc: BaseException, expected: int):
     assert append_error(exc) == expected
+
+
+async def test_a_failed_reload_is_retried_on_the_clock(caplog):
+    """The log cannot be read back after a failed append (the disk went away for a while): the
+    reload is retried with backoff on the coordinator clock and logged, until it works."""
+
+    class FlakyLog(MemoryLog):
+        reads_fail = 0
+
+        async def read(self):
+            if self.reads_fail:
+                self.reads_fail -= 1
+                raise OSError(5, "Input/output error")
+            async for chunk in super().read():
+                yield chunk
+
+    log, clock = FlakyLog(), ManualClock()
+    cfg = CoordinatorConfig(append_linger_ms=5)
+    ctx = PartitionContext(0, log, clock, lambda c: GroupCoordinatorShard(0, c, cfg),
+                           cfg.append_linger_ms, cfg.commit_timeout_ms)
+    await ctx.load()
+    _errors, write = commit(ctx, "g", ("t", 0, 5))
+    await write
+    log.fail_with, log.reads_fail = KafkaStorageError("disk gone"), 2
+    _results, write = ctx.write(lambda s: s.delete_groups(["g"]))  # no undo: a reload
+    with pytest.raises(KafkaStorageError):
+        await write
+    log.fail_with = None
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert ctx.state.value == "failed"
+    clock.advance(200)  # the first retry, which fails too
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert ctx.state.value == "failed"
+    clock.advance(400)  # the second retry (backed off), which works
+    await reloaded(ctx)
+    assert await committed(ctx, "g") == [("t", [(0, 5, -1, "", 0)])]
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("reloading failed" in m for m in messages) == 2, messages
+    assert any("retrying in 400 ms" in m for m in messages)
+    assert any("reloaded after 2 failed attempt(s)" in m for m in messages)
+
+
+async def test_a_failed_commit_fails_the_commit_not_the_partition(caplog):
+    """Kafka reverts a failed write in memory. Here the first failure reloads the partition;
+    from then until an append succeeds, commits carry an undo (capturing the previous offsets
+    would cost every commit otherwise): each failed commit fails alone, the offsets are as
+    before, a simple group it would have created is gone, and nothing is reloaded again."""
+    ctx, log, _clock = await loaded()
+    _errors, write = commit(ctx, "g", ("t", 0, 5), ("t", 1, 7))
+    await write
+    assert not ctx.writes_failing
+    log.fail_with = KafkaStorageError("no space left on device")
+    _errors, write = commit(ctx, "g", ("t", 0, 99))
+    with pytest.raises(KafkaStorageError):
+        await write
+    await reloaded(ctx)  # the first failure: nothing to undo with, a reload
+    assert ctx.writes_failing
+    shard = ctx.shard
+    for attempt in range(50):  # a full disk: every commit fails, nothing is reloaded
+        _errors, write = commit(ctx, "g", ("t", 0, 100 + attempt), ("t", 2, 9),
+                                ("u", 0, 1))
+        with pytest.raises(KafkaStorageError):
+            await write
+        _errors, write = commit(ctx, "new-simple", ("t", 0, 1))
+        with pytest.raises(KafkaStorageError):
+            await write
+        assert ctx.state.value == "active" and ctx.shard is shard
+    assert await committed(ctx, "g") == [("t", [(0, 5, -1, "", 0), (1, 7, -1, "", 0)])]
+    assert "new-simple" not in shard.groups and await committed(ctx, "new-simple") == []
+    log.fail_with = None
+    _errors, write = commit(ctx, "g", ("t", 0, 6))
+    await write
+    assert not ctx.writes_failing  # commits stop capturing undos
+    assert await committed(ctx, "g") == [("t", [(0, 6, -1, "", 0), (1, 7, -1, "", 0)])]
+    lines = [r.getMessage() for r in caplog.records if "write failed" in r.getMessage()]
+    assert len(lines) == 1, lines  # one line per 10 s per partition

@@ -11,6 +11,7 @@ import errno
 import logging
 import os
 import stat
+import threading
 import uuid
 from typing import Any
 
@@ -19,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.codec import request_type
 from kafkette.protocol.records import build_batch, decode_records, iter_batches
 from tests.dataplane.test_wire import create_topic, fetch, produce
+from tests.groups.helpers import wait_until_sync
 from tests.wire import WireClient, entity
 
 
@@ -144,3 +146,29 @@ def test_create_topics_on_a_full_disk(kafka_broker_factory, monkeypatch) -> None
     with WireClient(broker.bootstrap) as w:
         assert read_values(w, "nospace") == []
         assert produce(w, "nospace", 1, build_batch([(b"k", b"w")])).base_offset == 1
+
+
+def test_first_start_on_a_full_disk_retries_the_coordinator(kafka_broker_factory, monkeypatch,
+                                                          tmp_path, caplog) -> None:
+    """``__consumer_offsets`` cannot be created: the coordinator start is retried with backoff
+    and logged, and it comes up once the disk has room (no restart)."""
+    caplog.set_level(logging.INFO)
+    disk = FullDisk(monkeypatch, str(tmp_path))
+    disk.fill()
+    started: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: started.setdefault(
+        "broker", kafka_broker_factory(**{"log.dirs": str(tmp_path)})))
+    thread.start()
+
+    def retries() -> list[str]:
+        return [r.getMessage() for r in caplog.records
+                if "group coordinator cannot start" in r.getMessage()]
+
+    wait_until_sync(lambda: len(retries()) >= 2)
+    disk.free()
+    thread.join(30)
+    broker = started["broker"]  # start() returns once the coordinator has loaded
+    with WireClient(broker.bootstrap) as w:
+        assert w.request(16, 3).error_code == ErrorCode.none  # ListGroups
+    assert "no space left on device" in retries()[0].lower()
+    assert any("group coordinator started after" in r.getMessage() for r in caplog.records)

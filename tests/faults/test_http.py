@@ -94,3 +94,44 @@ def test_cli_reports_a_bad_name_and_an_unreachable_server_in_one_line(admin_brok
     assert len(bad.stderr.strip().splitlines()) == 1
     down = kafkette("cluster", "faults", "list", "--admin", "127.0.0.1:1")
     assert down.returncode == 1 and "cannot reach the admin server" in down.stderr
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b"\xff\xfe{}", "body is not UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b'{"api": "Fetch", "delay_ms": 2147483648}', "delay_ms must be an integer from 0 to"),
+    (b'{"api": "Fetch", "delay_ms": -1}', "delay_ms must be an integer from 0 to"),
+    (b'{"api": "Fetch", "throttle_ms": 99999999999999}', "throttle_ms must be an integer from"),
+    (b'{"api": "Fetch", "throttle_ms": -5}', "throttle_ms must be an integer from 0 to"),
+])
+def test_malformed_bodies_and_out_of_range_values_get_a_json_400(admin_broker, body, reason):
+    b, url = admin_broker
+    status, text = call(f"{url}/v1/faults", "POST", raw=body)
+    assert status == 400, text
+    assert reason in json.loads(text)["error"]
+    assert b.faults() == []
+    assert call(f"{url}/v1/faults", "GET") == (200, {"faults": []})  # still serving
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8080", "127.0.0.1.evil.example",
+                                  "localhost.evil.example"])
+def test_foreign_host_headers_are_refused(admin_broker, host):
+    _, url = admin_broker
+    for path, method in (("/v1/faults", "POST"), ("/v1/groups", "GET"), ("/metrics", "GET"),
+                         ("/", "GET")):
+        request = urllib.request.Request(f"{url}{path}", method=method, headers={"Host": host},
+                                         data=b'{"api": "Fetch", "delay_ms": 1}'
+                                         if method == "POST" else None)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 403
+        assert "is not allowed" in json.loads(refused.value.read())["error"]
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", "localhost:1234",
+                                  "127.0.0.1:9"])
+def test_local_host_headers_are_served(admin_broker, host):
+    _, url = admin_broker
+    request = urllib.request.Request(f"{url}/v1/faults", headers={"Host": host})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200

@@ -121,6 +121,49 @@ def valid_request(rng: random.Random, api_key: int, version: int) -> bytes | Non
         return None
 
 
+# Extreme values ------------------------------------------------------------------------------
+# Well-formed requests at the edges of what they may ask: partition counts around the
+# per-request cap (10,000) up to 2^31-1, fetch sizes from negative to 2^31-1. The broker must
+# refuse or bound them without stalling the healthy client.
+EXTREME_PARTITIONS = [2**31 - 1, 1 << 30, 1_000_000, 10_001, 10_000, 5_001, -2, -(2**31)]
+EXTREME_FETCH_BYTES = [2**31 - 1, 1 << 30, 57671681, 0, -1, -(2**31)]
+
+
+def extreme_request(rng: random.Random) -> bytes:
+    """One CreateTopics, CreatePartitions or Fetch with extreme counts or sizes."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        cls = codec(19, 7).request_type
+        topic_cls = _unwrap(next(f.type for f in fields(cls) if f.name == "topics"))[0]
+        count = rng.choice(EXTREME_PARTITIONS)
+        topics = tuple(topic_cls(name=f"x-{rng.randrange(1 << 30)}", num_partitions=count,
+                                 replication_factor=-1, assignments=(), configs=())
+                       for _ in range(rng.choice([1, 2, 3])))
+        # Under the cap a creation really happens: validated only, to keep the run short.
+        body: Any = cls(topics=topics, timeout=dt.timedelta(seconds=5),
+                        validate_only=0 < count <= 10_000 or rng.random() < 0.5)
+        return encode_request(19, 7, rng.randrange(1 << 30), "fuzz", body)
+    if kind == 1:
+        cls = codec(37, 3).request_type
+        topic_cls = _unwrap(next(f.type for f in fields(cls) if f.name == "topics"))[0]
+        count = rng.choice(EXTREME_PARTITIONS)
+        topics = (topic_cls(name="healthy-topic", count=count, assignments=None),)
+        body = cls(topics=topics, timeout=dt.timedelta(seconds=5),
+                   validate_only=0 < count <= 10_000 or rng.random() < 0.5)
+        return encode_request(37, 3, rng.randrange(1 << 30), "fuzz", body)
+    cls = codec(1, 12).request_type
+    topic_cls = _unwrap(next(f.type for f in fields(cls) if f.name == "topics"))[0]
+    part_cls = _unwrap(next(f.type for f in fields(topic_cls) if f.name == "partitions"))[0]
+    part = part_cls(partition=0, fetch_offset=rng.choice([0, -1, 2**63 - 1]),
+                    partition_max_bytes=rng.choice(EXTREME_FETCH_BYTES),
+                    current_leader_epoch=-1, last_fetched_epoch=-1, log_start_offset=-1)
+    body = cls(replica_id=-1, max_wait=dt.timedelta(0), min_bytes=1,
+               max_bytes=rng.choice(EXTREME_FETCH_BYTES), isolation_level=0, session_id=0,
+               session_epoch=-1, topics=(topic_cls(topic="healthy-topic", partitions=(part,)),),
+               forgotten_topics_data=(), rack_id="")
+    return encode_request(1, 12, rng.randrange(1 << 30), "fuzz", body)
+
+
 # Mutations -----------------------------------------------------------------------------------
 
 def mutate(rng: random.Random, frame: bytes) -> bytes:
@@ -217,6 +260,9 @@ def run_fuzz(cases: int, seed: int = 1, workers: int = 8,
             versions = _advertised(proc.bootstrap)
             frames: list[bytes] = []
             while len(frames) < cases:
+                if rng.random() < 0.02:
+                    frames.append(extreme_request(rng))
+                    continue
                 frame = valid_request(rng, *rng.choice(versions))
                 if frame is not None:
                     frames.append(mutate(rng, frame) if rng.random() < 0.9 else frame)

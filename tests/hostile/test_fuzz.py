@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from tests.hostile.admin_fuzz import run_admin_fuzz
 from tests.hostile.fuzz import run_fuzz
 
 
@@ -20,3 +21,12 @@ def test_fuzzed_requests_never_kill_freeze_or_bloat_the_broker():
     assert result.closed + result.answered > cases * 0.9, result  # the cases reached the broker
     assert result.tracebacks == 0, result  # a failed handler or encoder: see --broker-log
     assert result.broker_rss_mib < 1024, result
+
+
+def test_fuzzed_admin_requests_get_json_4xx_never_500(kafka_broker_factory):
+    broker = kafka_broker_factory(**{"admin.listener": "127.0.0.1:0"})
+    url = broker.broker.admin.url
+    statuses = run_admin_fuzz(url, int(os.environ.get("KAFKETTE_ADMIN_FUZZ_CASES", "300")))
+    assert all(400 <= s < 500 or 200 <= s < 300 for s in statuses), statuses
+    assert statuses[0] == 0, statuses
+    broker.clear_faults()

@@ -9,6 +9,7 @@ Under the cap, a big creation runs while a healthy client keeps being answered w
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import timedelta
 
@@ -79,9 +80,12 @@ def test_a_big_allowed_creation_does_not_stall_other_clients(kafka_broker):
             WireClient(kafka_broker.bootstrap, timeout=300) as w:
         healthy.start()
         healthy.wait_rounds(3)
+        fds_before = len(os.listdir("/proc/self/fd"))
         started = time.monotonic()
         assert [r.error_code for r in create_topics(w, [("big", LIMIT)])] == [ErrorCode.none]
         took = time.monotonic() - started
+        # Partitions nobody wrote to hold no file descriptor (the broker runs in this process).
+        assert len(os.listdir("/proc/self/fd")) - fds_before < 100
         healthy.wait_rounds(3)
         assert [r.error_code for r in create_partitions(w, [("big", LIMIT + 2_000)])] == [
             ErrorCode.none]

@@ -170,6 +170,7 @@ from kafkette.protocol.group_records import encode_offset_key, encode_offset_val
 KIP848 = KIP848_MODULES
 
 class Context:
+    writes_failing = False
     def now_ms(self): return 1000
     def schedule(self, key, delay_ms, op): pass
     def cancel(self, key): pass

@@ -242,12 +242,13 @@ class OffsetMetadataManager:
     # Writes ----------------------------------------------------------------------------------
     def commit(self, group: Group | None, request: OffsetCommitRequest,
                partitions: list[CommitPartition], now_ms: int, validate: bool = True,
-               store: bool = True) -> Result:
+               store: bool = True, undoable: bool = False) -> Result:
         """Offset records and the per-partition errors. A group is validated by the group
         itself (``validate`` False: a transactional commit of an old client, without member
         and generation); no group: a simple group the caller creates once records are written.
         ``store``: the records are stored now (the Result says replay=False); a transactional
-        commit's are not (they wait for their marker)."""
+        commit's are not (they wait for their marker). ``undoable``: the Result can undo what
+        it stored (while appends fail: capturing the previous offsets costs on every commit)."""
         try:
             if not validate:
                 pass
@@ -298,9 +299,50 @@ class OffsetMetadataManager:
         if group is None:
             log.info("creating simple group %s via manual offset commit", group_id)
         if store:
+            undo = self._undo_of(records) if undoable else None
             self._store_built(records, entries)
-            return Result(records, errors, replay=False)
+            return Result(records, errors, replay=False, undo=undo)
         return Result(records, errors)
+
+    def _undo_of(self, records: list[tuple[bytes, bytes]]) -> Callable[[], None]:
+        """What puts the offsets ``records`` overwrite back (a failed append: the commit
+        fails, the partition stays loaded). On the commit path: the previous values are read
+        from the arrays directly, one prefix lookup per topic."""
+        cached = self.parts_by_prefix
+        saved: list[tuple[TopicOffsets | None, bytes, int, int, int, Any]] = []
+        last = b""
+        parts: TopicOffsets | None = None
+        for key, _value in records:
+            prefix = key[:-4]
+            if prefix != last:
+                last = prefix
+                parts = cached.get(prefix)
+                if parts is None:  # first sight of (group, topic), or off the fast path
+                    okey = group_records.decode_key(key)
+                    assert isinstance(okey, OffsetCommitKey)
+                    parts = self.offsets.get(okey.group, {}).get(okey.topic)
+            p = int.from_bytes(key[-4:], "big", signed=True)
+            if parts is None:  # the group had no offset for the topic
+                saved.append((None, key, p, 0, 0, None))
+                continue
+            metas = parts.metas
+            if 0 <= p < len(metas):
+                m = metas[p]
+                saved.append((parts, key, p, parts.offsets[p], parts.epochs[p],
+                              parts.table[m] if m else None))
+            else:
+                previous = parts.get(p)
+                saved.append((parts, key, p, *(previous or (0, 0, None))))
+
+        def undo() -> None:
+            for topic_offsets, key, p, offset, epoch, entry in reversed(saved):
+                if topic_offsets is not None and entry is not None:
+                    topic_offsets.restore(p, offset, epoch, entry)
+                    continue
+                okey = group_records.decode_key(key)  # the partition had no offset
+                assert isinstance(okey, OffsetCommitKey)
+                self.replay_tombstone(okey)
+        return undo
 
     def delete(self, group: Group, topics: list[tuple[str, list[int]]]
                ) -> tuple[list[RawRecord], list[tuple[str, list[tuple[int, int]]]]]:

@@ -176,6 +176,16 @@ class TopicOffsets:
                 self.count += 1
             self.sparse[p] = (offset, epoch, meta)
 
+    def restore(self, p: int, offset: int, epoch: int, entry: OffsetCommitValue) -> None:
+        """Put back partition ``p`` as it was (an undone commit): ``entry`` is the table entry
+        it had, found again (the table may have been compacted since) or added."""
+        try:
+            meta = self.table.index(entry, 1)
+        except ValueError:
+            meta = len(self.table)
+            self.table.append(entry)
+        self.set(p, offset, epoch, meta)
+
     def set_run(self, first: int, offsets: array, epochs: array, meta: int) -> bool:
         """Partitions ``first``.. get ``offsets``/``epochs`` and one table index (replay of a
         batch of one commit request); False if they do not fit the dense range."""
