@@ -101,10 +101,11 @@ def test_busy_port_is_one_line_naming_the_port(tmp_path):
 def test_log_dirs_that_cannot_be_used(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    result = serve_fails("--override", f"log.dirs={a_file}")
+    free_port = "listeners=PLAINTEXT://127.0.0.1:0"  # never Kafka's 9092: it may be taken
+    result = serve_fails("--override", free_port, "--override", f"log.dirs={a_file}")
     assert last_line(result) == f"kafkette: log.dirs {a_file} is not a directory"
     under_file = a_file / "logs"
-    result = serve_fails("--override", f"log.dirs={under_file}")
+    result = serve_fails("--override", free_port, "--override", f"log.dirs={under_file}")
     assert last_line(result).startswith(f"kafkette: log.dirs {under_file} cannot be created: ")
 
 
