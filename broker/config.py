@@ -320,18 +320,37 @@ class Listener(NamedTuple):
 def _parse_one_listener(item: str) -> Listener:
     if "://" not in item:
         raise ConfigError(f"listener {item!r} must look like PLAINTEXT://host:port")
-    name = item.split("://", 1)[0].strip().upper()
+    name, _, address = item.partition("://")
+    name = name.strip().upper()
+    parts = urlsplit("tcp://" + address)  # listener names such as SASL_SSL are no URL scheme
     try:
-        port = urlsplit(item).port
+        port = parts.port
     except ValueError:
         port = None
     if port is None:
         raise ConfigError(f"listener {item!r} has no port")
-    return Listener(name, urlsplit(item).hostname or "0.0.0.0", port)
+    return Listener(name, parts.hostname or "0.0.0.0", port)
+
+
+def _listener_port_problem(item: str) -> str | None:
+    """What is wrong with the port of ``NAME://host:port``, in words; None when it is fine."""
+    address = item.partition("://")[2]
+    host, sep, port = address.rpartition(":")
+    if not sep or not port or (host.startswith("[") and not host.endswith("]")):
+        return f"listener {item!r} has no port: it must look like {item.partition('://')[0]}://host:port"
+    if not port.isdigit():
+        return f"listener {item!r}: the port {port!r} is not a number"
+    if int(port) > 65535:
+        return f"listener {item!r}: the port {port} is out of range (0-65535; 0 picks a free one)"
+    return None
 
 
 def parse_listeners(value: str) -> list[Listener]:
     """``NAME://host:port,...``: listener names must be unique (Kafka's rule)."""
+    for item in value.split(","):
+        problem = _listener_port_problem(item.strip()) if "://" in item else None
+        if problem is not None:
+            raise ConfigError(problem)
     out = [_parse_one_listener(item.strip()) for item in value.split(",") if item.strip()]
     if not out:
         raise ConfigError("no listener given (listeners=PLAINTEXT://host:port)")
