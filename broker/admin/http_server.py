@@ -45,6 +45,21 @@ def _partition(request: web.Request) -> int:
     return int(raw)
 
 
+@web.middleware
+async def json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """An error of the JSON API (``/v1/...``) is JSON too: ``{"error": "one-line reason"}``
+    with the same status (the console's pages keep aiohttp's text)."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400 or not request.path.startswith("/v1/"):
+            raise
+        reason = exc.text if exc.text and not exc.text.startswith(f"{exc.status}: ") else exc.reason
+        headers = {k: v for k, v in exc.headers.items() if k.lower() not in ("content-type",
+                                                                               "content-length")}
+        return web.json_response({"error": reason}, status=exc.status, headers=headers)
+
+
 def _html(body: str) -> web.Response:
     return web.Response(text=body, content_type="text/html", charset="utf-8")
 
@@ -66,7 +81,7 @@ class AdminServer:
         return f"http://{host}:{port}"
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[json_errors])
         app.add_routes([
             web.get("/metrics", self.metrics),
             web.get("/", self.index_page),
