@@ -411,14 +411,23 @@ class BrokerConfig(Mapping[str, str]):
 
     @classmethod
     def from_sources(cls, properties_file: str | Path | None,
-                     overrides: Iterable[str] = ()) -> BrokerConfig:
-        values: dict[str, str] = {}
+                     overrides: Iterable[str] = (), *,
+                     environment: Mapping[str, str] | None = None,
+                     preset: Mapping[str, str] | None = None) -> BrokerConfig:
+        """The config of ``kafkette serve``, lowest priority first: ``preset`` (``--dev``), the
+        properties file, ``KAFKETTE_CFG_*`` variables of ``environment``
+        (broker/config_env.py), then ``--override key=value`` items."""
+        values: dict[str, str] = dict(preset or {})
         if properties_file is not None:
             path = Path(properties_file)
             try:
                 values.update(read_properties(path))
             except (OSError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"--config {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        if environment is not None:
+            from .config_env import environment_config
+
+            values.update(environment_config(environment))
         for item in overrides:
             if "=" not in item:
                 raise ConfigError(f"--override expects key=value, got {item!r}")
