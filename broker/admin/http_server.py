@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ class AdminServer:
         self._runner: web.AppRunner | None = None
         self._renderer = Renderer()
         self.bound: tuple[str, int] | None = None
+        self.started_ms = int(time.time() * 1000)  # with the broker: the timeline starts here
 
     @property
     def url(self) -> str:
@@ -159,7 +161,7 @@ class AdminServer:
 
     async def group_page(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group"]
-        return _html(pages.group(group_id, views.group(self.broker, group_id)))
+        return _html(pages.group(group_id, views.group(self.broker, group_id), self.started_ms))
 
     async def group_live(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group"]

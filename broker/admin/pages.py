@@ -79,13 +79,25 @@ def _size(n: float) -> str:
     return str(n)
 
 
+def _node_row(node: dict[str, Any], controller: int) -> str:
+    address = f'{node["host"]}:{node["port"]}'
+    role = "controller" if node["id"] == controller else ""
+    return (f'<tr class="node">{_cell(node["id"])}{_cell(address, "mono")}'
+            f'{_cell(node["state"])}{_cell(role)}</tr>')
+
+
 def index(info: dict[str, Any], groups: list[dict[str, Any]],
           topics: list[dict[str, Any]]) -> str:
     ready = "" if info["coordinator_ready"] else ' <span class="warn">(coordinator loading)</span>'
+    nodes = info["nodes"]
+    node_rows = [_node_row(n, info["controller"]) for n in nodes]
     body = (f'<h1>kafkette <small>{escape(info["bootstrap"])}</small></h1>'
-            f'<p>cluster {escape(info["cluster_id"])} · node {info["node_id"]} · '
+            f'<p>cluster {escape(info["cluster_id"])} · {len(nodes)} '
+            f'{"node" if len(nodes) == 1 else "nodes"} · '
             f'{info["connections"]} connections{ready}</p>'
-            f'<h2 id="groups">Consumer groups</h2>{_groups_table(groups)}'
+            f'<h2 id="nodes">Nodes</h2>'
+            + _table(["Node", "Address", "State", "Role"], node_rows, "nodes")
+            + f'<h2 id="groups">Consumer groups</h2>{_groups_table(groups)}'
             f'<h2 id="topics">Topics</h2>{_topics_table(topics)}')
     return _page("overview", body)
 
@@ -95,13 +107,16 @@ def config(info: dict[str, Any]) -> str:
     return _page("broker config", "<h1>Broker config</h1>" + _table(["Key", "Value"], rows))
 
 
-def group(group_id: str, found: dict[str, Any] | None) -> str:
+def group(group_id: str, found: dict[str, Any] | None, since_ms: int) -> str:
+    """``since_ms``: when the broker started, the timeline's first possible event."""
     gid = escape(group_id)
     body = (f'<h1>Group <span id="group-id">{gid}</span></h1>'
             f'<div id="live" data-src="/groups/{quote(group_id, safe="")}/live">'
             f'{group_live(group_id, found)}</div>'
             f'<h2>Rebalance timeline <small id="timeline-status">connecting…</small></h2>'
-            f'<p class="hint">The coordinator\'s own events, newest first, updated live.</p>'
+            f'<p class="hint" id="timeline-since">The coordinator\'s own events since the broker '
+            f'started at {_timestamp(since_ms)}, newest first, updated live. They are kept in '
+            f'memory: a restart of the broker starts the timeline afresh.</p>'
             + _table(["Time", "Event", "Details"], [], "timeline", "waiting for events…",
                      f' data-group="{gid}"'))
     return _page(f"group {group_id}", body, script=True)

@@ -141,8 +141,10 @@ def events(broker: Any, group_id: str, after_seq: int = 0) -> list[dict[str, Any
 
 def broker_info(broker: Any) -> dict[str, Any]:
     host, port = broker.bound
+    cluster = broker.control.describe()  # every node (one unless --nodes N), and the controller
     return {"cluster_id": broker.cluster_id, "node_id": broker.config.node_id,
             "bootstrap": broker.bootstrap, "listener": f"{host}:{port}",
             "connections": len(broker.connections),
             "coordinator_ready": broker.coordinator is not None,
+            "controller": cluster["controller"], "nodes": cluster["nodes"],
             "config": dict(sorted(broker.config.items()))}
