@@ -61,6 +61,15 @@ async def json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
         return web.json_response({"error": reason}, status=exc.status, headers=headers)
 
 
+def _read_committed(request: web.Request) -> bool:
+    """``isolation=read_committed`` (Kafka's consumer setting name), default read_uncommitted."""
+    raw = request.query.get("isolation", "read_uncommitted")
+    if raw not in ("read_committed", "read_uncommitted"):
+        raise web.HTTPBadRequest(text=f"isolation must be read_committed or read_uncommitted, "
+                                      f"got {raw!r}")
+    return raw == "read_committed"
+
+
 def _html(body: str) -> web.Response:
     return web.Response(text=body, content_type="text/html", charset="utf-8")
 
@@ -133,7 +142,8 @@ class AdminServer:
         topic = request.match_info["topic"]
         partition = _partition(request)
         found = await views.records(self.broker, topic, partition,
-                                    _int(request, "limit", DEFAULT_RECORDS))
+                                    _int(request, "limit", DEFAULT_RECORDS),
+                                    _read_committed(request))
         if found is None:
             raise web.HTTPNotFound(text=f"no partition {topic}-{partition}")
         return web.json_response(found)
@@ -174,5 +184,6 @@ class AdminServer:
             raise web.HTTPNotFound(text=f"no topic {name!r}")
         partition = _int(request, "partition", 0)
         limit = _int(request, "limit", DEFAULT_RECORDS)
-        found = await views.records(self.broker, name, partition, limit)
+        found = await views.records(self.broker, name, partition, limit,
+                                    _read_committed(request))
         return _html(pages.topic(topic, partition, limit, found))

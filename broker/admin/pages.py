@@ -175,6 +175,12 @@ def _timestamp(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
 
 
+def _transaction_cell(status: str | None) -> str:
+    """A transactional record's state: committed, open (not yet visible to read_committed
+    consumers) or aborted (never visible to them); empty for other records."""
+    return _cell(status or "", f"txn {status}" if status else "")
+
+
 def topic(t: dict[str, Any], partition: int, limit: int, found: dict[str, Any] | None) -> str:
     name = t["name"]
     parts = [f'<tr><td><a href="?partition={p["partition"]}&amp;limit={limit}">'
@@ -182,19 +188,23 @@ def topic(t: dict[str, Any], partition: int, limit: int, found: dict[str, Any] |
              f'{_cell(_size(p["size_bytes"]))}</tr>' for p in t["partitions"]]
     options = "".join(f'<option value="{p["partition"]}"{" selected" if p["partition"] == partition else ""}>'
                       f'{p["partition"]}</option>' for p in t["partitions"])
+    committed = found is not None and found["isolation"] == "read_committed"
+    checked = " checked" if committed else ""
     form = (f'<form method="get" class="browse">Partition <select name="partition">{options}'
             f'</select> latest <input name="limit" type="number" min="1" max="1000" '
-            f'value="{limit}"> records <button>Show</button></form>')
+            f'value="{limit}"> records <label><input type="checkbox" name="isolation" '
+            f'value="read_committed"{checked}> read_committed</label> <button>Show</button></form>')
     if found is None:
         records = f'<p class="warn">No partition {escape(name)}-{partition}.</p>'
     else:
         rows = [f'<tr class="record">{_cell(r["offset"])}{_cell(_timestamp(r["timestamp"]))}'
                 f'<td>{_shown(r["key"])}</td><td>{_shown(r["value"])}</td><td>'
                 + "<br>".join(f'{escape(h["key"])}: {_shown(h["value"])}' for h in r["headers"])
-                + "</td></tr>" for r in reversed(found["records"])]
+                + f'</td>{_transaction_cell(r["transaction"])}</tr>'
+                for r in reversed(found["records"])]
         error = f'<p class="warn">{escape(found["error"])}</p>' if found["error"] else ""
-        records = error + _table(["Offset", "Timestamp", "Key", "Value", "Headers"], rows,
-                                 "records", "no records")
+        records = error + _table(["Offset", "Timestamp", "Key", "Value", "Headers",
+                                  "Transaction"], rows, "records", "no records")
     configs = "".join(f"<tr>{_cell(k)}{_cell(v, 'mono')}</tr>" for k, v in t["configs"].items())
     body = (f'<h1>Topic {escape(name)}</h1>'
             + _table(["Partition", "Log start", "Log end", "Size"], parts, "partitions")
