@@ -30,9 +30,10 @@ def python_defaults(conf: Mapping[str, str]) -> dict[str, str]:
 
 def session(master: str = "local[*]", conf: Mapping[str, str] | None = None,
             app_name: str = "kafkette-pipeline", *, own_process_group: bool = False) -> SparkSession:
-    """``own_process_group`` (a process's first session): Spark's JVM and its Python workers run in a session of their own,
-    so a Ctrl-C at the terminal reaches this process only (they end with it: the JVM exits when
-    its stdin, a pipe from this process, closes), not workers that would die mid-task."""
+    """``own_process_group`` (a process's first session): Spark's JVM and its Python workers
+    run in a session of their own, so a Ctrl-C at the terminal reaches this process only (they
+    end with it: the JVM exits when its stdin, a pipe from this process, closes), not workers
+    that would die mid-task."""
     builder = SparkSession.builder.master(master).appName(app_name)
     defaults = {
         "spark.sql.session.timeZone": "UTC",
@@ -45,8 +46,11 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None,
     settings = {**defaults, **(conf or {})}
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if own_process_group:  # a new context on a gateway launched here; the session adopts it
-        spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
+    if own_process_group and SparkSession.getActiveSession() is None:
+        # A new context on a gateway launched here; the session below adopts it. (A process
+        # that already has a session, such as a test calling the command line, keeps it.)
+        spark_conf = (SparkConf().setMaster(master).setAppName(app_name)
+                      .setAll(list(settings.items())))
         gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True})
         SPARK_JVMS.append(gateway.proc)
         SparkContext(conf=spark_conf, gateway=gateway)
