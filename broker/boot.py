@@ -50,9 +50,15 @@ async def bind(listener: Listener, port: int, factory: ProtocolFactory,
         return await loop.create_server(factory, listener.host, port,
                                         reuse_address=True, backlog=_BACKLOG)
     except OSError as exc:
-        reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise StartupError(f"listeners: cannot listen on {listener.host}:{port} "
-                           f"(listener {listener.name}): {reason}") from exc
+                           f"(listener {listener.name}): {listen_failure(exc)}") from exc
+
+
+def listen_failure(exc: OSError) -> str:
+    """Why a socket could not listen, in words (a host name that does not resolve included)."""
+    if isinstance(exc, socket.gaierror):
+        return f"the host name does not resolve ({exc.strerror})"
+    return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 _BACKLOG = 1024

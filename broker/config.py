@@ -434,8 +434,25 @@ def _parse_one_listener(item: str) -> Listener:
     return Listener(name, parts.hostname or "0.0.0.0", port)
 
 
+def _listener_port_problem(item: str) -> str | None:
+    """What is wrong with the port of ``NAME://host:port``, in words; None when it is fine."""
+    address = item.partition("://")[2]
+    host, sep, port = address.rpartition(":")
+    if not sep or not port or (host.startswith("[") and not host.endswith("]")):
+        return f"listener {item!r} has no port: it must look like {item.partition('://')[0]}://host:port"
+    if not port.isdigit():
+        return f"listener {item!r}: the port {port!r} is not a number"
+    if int(port) > 65535:
+        return f"listener {item!r}: the port {port} is out of range (0-65535; 0 picks a free one)"
+    return None
+
+
 def parse_listeners(value: str) -> list[Listener]:
     """``NAME://host:port,...``: listener names must be unique (Kafka's rule)."""
+    for item in value.split(","):
+        problem = _listener_port_problem(item.strip()) if "://" in item else None
+        if problem is not None:
+            raise ConfigError(problem)
     out = [_parse_one_listener(item.strip()) for item in value.split(",") if item.strip()]
     if not out:
         raise ConfigError("no listener given (listeners=PLAINTEXT://host:port)")
@@ -496,14 +513,23 @@ class BrokerConfig(Mapping[str, str]):
 
     @classmethod
     def from_sources(cls, properties_file: str | Path | None,
-                     overrides: Iterable[str] = ()) -> BrokerConfig:
-        values: dict[str, str] = {}
+                     overrides: Iterable[str] = (), *,
+                     environment: Mapping[str, str] | None = None,
+                     preset: Mapping[str, str] | None = None) -> BrokerConfig:
+        """The config of ``kafkette serve``, lowest priority first: ``preset`` (``--dev``), the
+        properties file, ``KAFKETTE_CFG_*`` variables of ``environment``
+        (broker/config_env.py), then ``--override key=value`` items."""
+        values: dict[str, str] = dict(preset or {})
         if properties_file is not None:
             path = Path(properties_file)
             try:
                 values.update(read_properties(path))
             except (OSError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"--config {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        if environment is not None:
+            from .config_env import environment_config
+
+            values.update(environment_config(environment))
         for item in overrides:
             if "=" not in item:
                 raise ConfigError(f"--override expects key=value, got {item!r}")

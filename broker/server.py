@@ -199,14 +199,16 @@ class Broker:
             self._load_scram_credentials()
             for node_id in self.node_ids:
                 for listener in self.config.broker_listeners:
-                    await self._listen(listener, node_id)
+                    await self._listen(listener, node_id, announce=False)
+            self.admin = await start_admin(self)
         except BaseException:
             await self.stop()
             raise
+        for view in self.views:  # only once every listener, the admin's too, is bound
+            self._announce(view)
         self._server = self._servers[0]
         self._bound = self.views[0].bound
         self._coordinator_task = asyncio.ensure_future(self._start_groups())
-        self.admin = await start_admin(self)
 
     def _listener_security(self) -> dict[str, ListenerSecurity]:
         """The TLS context and SASL settings of every listener that has any."""
@@ -247,7 +249,7 @@ class Broker:
         return listener.port + offset if listener.port and offset else listener.port
 
     async def _listen(self, listener: Listener, node_id: int | None = None,
-                      port: int | None = None) -> ListenerView:
+                      port: int | None = None, *, announce: bool = True) -> ListenerView:
         node_id = self.config.node_id if node_id is None else node_id
         port = self._port_for(listener, node_id) if port is None else port
         view = ListenerView(self, listener, (listener.host, port), node_id)
@@ -264,9 +266,15 @@ class Broker:
         self.views.append(view)
         if self.cluster_nodes is not None:
             self.cluster_nodes.nodes[node_id].addresses[listener.name] = lambda: view.advertised
-        log.info("kafkette listening on %s:%d (listener %s, advertised %s, node.id=%d)", host, port,
-                 listener.name, view.bootstrap, node_id)
+        if announce:
+            self._announce(view)
         return view
+
+    @staticmethod
+    def _announce(view: ListenerView) -> None:
+        host, port = view.bound
+        log.info("kafkette listening on %s:%d (listener %s, advertised %s, node.id=%d)", host, port,
+                 view.listener.name, view.bootstrap, view.node_id)
 
     async def wait_ready(self) -> None:
         """Wait until the group coordinator has created and replayed ``__consumer_offsets``."""

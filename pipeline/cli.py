@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -31,15 +33,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_lag(log_dirs: str, out: str, master: str = "local[*]", rate_window: str = "1 minute",
             conf: dict[str, str] | None = None, spark: SparkSession | None = None,
-            say: Callable[[str], object] = print) -> dict[str, str]:
-    """Run the lag job; returns the paths written. ``spark`` reuses an existing session."""
+            say: Callable[[str], object] = print,
+            own_process_group: bool = False) -> dict[str, str]:
+    """Run the lag job; returns the paths written. ``spark`` reuses an existing session.
+    ``own_process_group`` (the command line): Spark runs in a process group of its own and
+    Ctrl-C raises KeyboardInterrupt here, without pyspark's cancel-through-py4j tracebacks."""
     from . import lag, report
     from .spark import register, session
 
     dirs = ",".join(os.path.abspath(d) for d in log_dirs.split(",") if d)
     os.makedirs(out, exist_ok=True)
     if spark is None:
-        spark = session(master, conf)
+        spark = session(master, conf, own_process_group=own_process_group)
+        if own_process_group:
+            # pyspark's SIGINT handler cancels the jobs through py4j while the interrupted
+            # call still holds the connection, and prints a page of tracebacks.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            quiet_interrupted_gateway_calls()
     else:
         register(spark)
     started = time.monotonic()
@@ -58,6 +68,24 @@ def run_lag(log_dirs: str, out: str, master: str = "local[*]", rate_window: str 
     return written
 
 
+class _NotInterrupts(logging.Filter):
+    """Drops log records that carry a KeyboardInterrupt (py4j logs one per interrupted call)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
+
+
+def quiet_interrupted_gateway_calls() -> None:
+    """Root log records go to stderr as before, except py4j's traceback of the call Ctrl-C
+    interrupted (the user asked for the stop; ``main`` says so in one line)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+        handler.addFilter(_NotInterrupts())
+        root.addHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -71,7 +99,19 @@ def main(argv: list[str] | None = None) -> int:
         if d and not os.path.isdir(d):
             print(f"kafkette pipeline: log dir {d!r} does not exist", file=sys.stderr)
             return 2
-    run_lag(args.log_dirs, args.out, args.master, args.rate_window, conf)
+    try:
+        run_lag(args.log_dirs, args.out, args.master, args.rate_window, conf,
+                own_process_group=True)
+    except KeyboardInterrupt:
+        from .spark import SPARK_JVMS
+
+        for jvm in SPARK_JVMS:  # its Python workers end with it
+            jvm.kill()
+        print(f"kafkette pipeline: interrupted; {args.out} may hold part of the output",
+              file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        # Not sys.exit: pyspark's exit hooks would talk to the gateway just killed.
+        os._exit(130)
     return 0
 
 

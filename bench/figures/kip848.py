@@ -25,6 +25,9 @@ Ratio rows: consumer/classic, pair by pair in the same run. Broker CPU rows: the
 process's CPU time (/proc/PID/stat) over each timed interval, which spans seconds of heartbeat
 intervals, so it includes the members' heartbeats and idle fetches in it. Targets that do not list ConsumerGroupHeartbeat (API 68) in ApiVersions are
 asked anyway with one request and are n/a.
+The ``--dev`` figure runs the same groups against kafkette with its development preset
+(broker/dev_preset.py, as ``kafkette serve --dev``): a 100 ms consumer heartbeat interval, so a
+revocation is acknowledged within about 100 ms.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from bench.figures.wire import (
     fresh_topic,
     supported_versions,
 )
-from bench.peers import Server
+from bench.peers import Server, Target, is_kafkette, with_overrides
 
 MEMBERS = 10
 TIMEOUT = 60.0
@@ -164,6 +167,20 @@ class Kip848(Figure):
                 "classic_leave_cpu": classic_leave_cpu}
 
 
+class Kip848Dev(Kip848):
+    """The same groups against kafkette's development preset (``kafkette serve --dev``, the
+    pytest plugin's brokers): its group.* values as overrides, so a baseline tree older than
+    ``--dev`` runs it too."""
+
+    def target_for(self, target: Target) -> Target:
+        if not is_kafkette(target):
+            raise NotApplicable("kafkette's development preset (kafkette serve --dev)")
+        from kafkette.broker.dev_preset import DEV_PRESET
+
+        return with_overrides(target, *(f"{key}={value}" for key, value in DEV_PRESET.items()
+                                        if not key.startswith("group.share.")))
+
+
 FIGURES = [Kip848(
     name="kip848", title="KIP-848 consumer groups vs classic (confluent-kafka, 10 members)",
     rows=(Row("form", "consumer protocol: 10-member group stable (subscribe → disjoint "
@@ -181,5 +198,15 @@ FIGURES = [Kip848(
           Row("classic_form_cpu", "broker CPU while the classic group forms", "ms", 1000),
           Row("classic_leave_cpu", "broker CPU during the classic rebalance after the leave",
               "ms", 1000)),
+    needs=(FIND_COORDINATOR, CONSUMER_GROUP_HEARTBEAT),
+), Kip848Dev(
+    name="kip848-dev", title="KIP-848 consumer groups vs classic under --dev (the development preset)",
+    rows=(Row("form", "consumer protocol, --dev: 10-member group stable", "ms", 1000),
+          Row("leave", "consumer protocol, --dev: reassigned after 1 of 10 leaves", "ms", 1000),
+          Row("classic_form", "classic protocol, --dev: 10-member group stable", "ms", 1000),
+          Row("classic_leave", "classic protocol, --dev: rebalance after 1 of 10 leaves", "ms",
+              1000),
+          Row("form_ratio", "stable: consumer/classic (same run)", "×"),
+          Row("leave_ratio", "after a leave: consumer/classic (same run)", "×")),
     needs=(FIND_COORDINATOR, CONSUMER_GROUP_HEARTBEAT),
 )]

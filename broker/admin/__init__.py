@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..boot import StartupError, listen_failure
 from ..config import ConfigError
 
 if TYPE_CHECKING:
@@ -38,7 +39,13 @@ async def start_admin(broker: Any) -> AdminServer | None:
     from .http_server import AdminServer
 
     server = AdminServer(broker, *address)
-    await server.start()
+    try:
+        await server.start()
+    except OSError as exc:
+        await server.stop()
+        host, port = address
+        raise StartupError(f"admin.listener: cannot listen on {host}:{port}: "
+                           f"{listen_failure(exc)}") from exc
     return server
 
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,16 @@ def _partition(request: web.Request) -> int:
     return int(raw)
 
 
+@web.middleware
+def _read_committed(request: web.Request) -> bool:
+    """``isolation=read_committed`` (Kafka's consumer setting name), default read_uncommitted."""
+    raw = request.query.get("isolation", "read_uncommitted")
+    if raw not in ("read_committed", "read_uncommitted"):
+        raise web.HTTPBadRequest(text=f"isolation must be read_committed or read_uncommitted, "
+                                      f"got {raw!r}")
+    return raw == "read_committed"
+
+
 def _html(body: str) -> web.Response:
     return web.Response(text=body, content_type="text/html", charset="utf-8")
 
@@ -57,6 +68,7 @@ class AdminServer:
         self._runner: web.AppRunner | None = None
         self._renderer = Renderer()
         self.bound: tuple[str, int] | None = None
+        self.started_ms = int(time.time() * 1000)  # with the broker: the timeline starts here
 
     @property
     def url(self) -> str:
@@ -120,7 +132,8 @@ class AdminServer:
         topic = request.match_info["topic"]
         partition = _partition(request)
         found = await views.records(self.broker, topic, partition,
-                                    _int(request, "limit", DEFAULT_RECORDS))
+                                    _int(request, "limit", DEFAULT_RECORDS),
+                                    _read_committed(request))
         if found is None:
             raise web.HTTPNotFound(text=f"no partition {topic}-{partition}")
         return web.json_response(found)
@@ -159,7 +172,7 @@ class AdminServer:
 
     async def group_page(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group"]
-        return _html(pages.group(group_id, views.group(self.broker, group_id)))
+        return _html(pages.group(group_id, views.group(self.broker, group_id), self.started_ms))
 
     async def group_live(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group"]
@@ -172,5 +185,6 @@ class AdminServer:
             raise web.HTTPNotFound(text=f"no topic {name!r}")
         partition = _int(request, "partition", 0)
         limit = _int(request, "limit", DEFAULT_RECORDS)
-        found = await views.records(self.broker, name, partition, limit)
+        found = await views.records(self.broker, name, partition, limit,
+                                    _read_committed(request))
         return _html(pages.topic(topic, partition, limit, found))

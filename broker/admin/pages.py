@@ -80,13 +80,25 @@ def _size(n: float) -> str:
     return str(n)
 
 
+def _node_row(node: dict[str, Any], controller: int) -> str:
+    address = f'{node["host"]}:{node["port"]}'
+    role = "controller" if node["id"] == controller else ""
+    return (f'<tr class="node">{_cell(node["id"])}{_cell(address, "mono")}'
+            f'{_cell(node["state"])}{_cell(role)}</tr>')
+
+
 def index(info: dict[str, Any], groups: list[dict[str, Any]],
           topics: list[dict[str, Any]]) -> str:
     ready = "" if info["coordinator_ready"] else ' <span class="warn">(coordinator loading)</span>'
+    nodes = info["nodes"]
+    node_rows = [_node_row(n, info["controller"]) for n in nodes]
     body = (f'<h1>kafkette <small>{escape(info["bootstrap"])}</small></h1>'
-            f'<p>cluster {escape(info["cluster_id"])} · node {info["node_id"]} · '
+            f'<p>cluster {escape(info["cluster_id"])} · {len(nodes)} '
+            f'{"node" if len(nodes) == 1 else "nodes"} · '
             f'{info["connections"]} connections{ready}</p>'
-            f'<h2 id="groups">Consumer groups</h2>{_groups_table(groups)}'
+            f'<h2 id="nodes">Nodes</h2>'
+            + _table(["Node", "Address", "State", "Role"], node_rows, "nodes")
+            + f'<h2 id="groups">Consumer groups</h2>{_groups_table(groups)}'
             f'<h2 id="topics">Topics</h2>{_topics_table(topics)}')
     return _page("overview", body)
 
@@ -96,13 +108,16 @@ def config(info: dict[str, Any]) -> str:
     return _page("broker config", "<h1>Broker config</h1>" + _table(["Key", "Value"], rows))
 
 
-def group(group_id: str, found: dict[str, Any] | None) -> str:
+def group(group_id: str, found: dict[str, Any] | None, since_ms: int) -> str:
+    """``since_ms``: when the broker started, the timeline's first possible event."""
     gid = escape(group_id)
     body = (f'<h1>Group <span id="group-id">{gid}</span></h1>'
             f'<div id="live" data-src="/groups/{quote(group_id, safe="")}/live">'
             f'{group_live(group_id, found)}</div>'
             f'<h2>Rebalance timeline <small id="timeline-status">connecting…</small></h2>'
-            f'<p class="hint">The coordinator\'s own events, newest first, updated live.</p>'
+            f'<p class="hint" id="timeline-since">The coordinator\'s own events since the broker '
+            f'started at {_timestamp(since_ms)}, newest first, updated live. They are kept in '
+            f'memory: a restart of the broker starts the timeline afresh.</p>'
             + _table(["Time", "Event", "Details"], [], "timeline", "waiting for events…",
                      f' data-group="{gid}"'))
     return _page(f"group {group_id}", body, script=True)
@@ -161,6 +176,12 @@ def _timestamp(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
 
 
+def _transaction_cell(status: str | None) -> str:
+    """A transactional record's state: committed, open (not yet visible to read_committed
+    consumers) or aborted (never visible to them); empty for other records."""
+    return _cell(status or "", f"txn {status}" if status else "")
+
+
 def topic(t: dict[str, Any], partition: int, limit: int, found: dict[str, Any] | None) -> str:
     name = t["name"]
     parts = [f'<tr><td><a href="?partition={p["partition"]}&amp;limit={limit}">'
@@ -168,19 +189,23 @@ def topic(t: dict[str, Any], partition: int, limit: int, found: dict[str, Any] |
              f'{_cell(_size(p["size_bytes"]))}</tr>' for p in t["partitions"]]
     options = "".join(f'<option value="{p["partition"]}"{" selected" if p["partition"] == partition else ""}>'
                       f'{p["partition"]}</option>' for p in t["partitions"])
+    committed = found is not None and found["isolation"] == "read_committed"
+    checked = " checked" if committed else ""
     form = (f'<form method="get" class="browse">Partition <select name="partition">{options}'
             f'</select> latest <input name="limit" type="number" min="1" max="1000" '
-            f'value="{limit}"> records <button>Show</button></form>')
+            f'value="{limit}"> records <label><input type="checkbox" name="isolation" '
+            f'value="read_committed"{checked}> read_committed</label> <button>Show</button></form>')
     if found is None:
         records = f'<p class="warn">No partition {escape(name)}-{partition}.</p>'
     else:
         rows = [f'<tr class="record">{_cell(r["offset"])}{_cell(_timestamp(r["timestamp"]))}'
                 f'<td>{_shown(r["key"])}</td><td>{_shown(r["value"])}</td><td>'
                 + "<br>".join(f'{escape(h["key"])}: {_shown(h["value"])}' for h in r["headers"])
-                + "</td></tr>" for r in reversed(found["records"])]
+                + f'</td>{_transaction_cell(r["transaction"])}</tr>'
+                for r in reversed(found["records"])]
         error = f'<p class="warn">{escape(found["error"])}</p>' if found["error"] else ""
-        records = error + _table(["Offset", "Timestamp", "Key", "Value", "Headers"], rows,
-                                 "records", "no records")
+        records = error + _table(["Offset", "Timestamp", "Key", "Value", "Headers",
+                                  "Transaction"], rows, "records", "no records")
     configs = "".join(f"<tr>{_cell(k)}{_cell(v, 'mono')}</tr>" for k, v in t["configs"].items())
     body = (f'<h1>Topic {escape(name)}</h1>'
             + _table(["Partition", "Log start", "Log end", "Size"], parts, "partitions")

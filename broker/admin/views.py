@@ -49,14 +49,33 @@ def _bytes(data: bytes | None) -> dict[str, Any] | None:
     return {"text": text, "hex": shown.hex(), "size": len(data), "truncated": len(data) > len(shown)}
 
 
-async def records(broker: Any, topic: str, partition: int, limit: int) -> dict[str, Any] | None:
-    """The latest ``limit`` records of a partition (None: no such partition)."""
+def _transaction_status(header: Any, aborted: dict[int, list[tuple[int, int]]],
+                        last_stable: int) -> str | None:
+    """None (not transactional), "aborted", "open" (at or past the last stable offset: not
+    yet visible to read_committed consumers) or "committed"."""
+    if not header.is_transactional:
+        return None
+    base = header.base_offset
+    if any(first <= base < marker for first, marker in aborted.get(header.producer_id, ())):
+        return "aborted"
+    return "open" if base >= last_stable else "committed"
+
+
+async def records(broker: Any, topic: str, partition: int, limit: int,
+                  read_committed: bool = False) -> dict[str, Any] | None:
+    """The latest ``limit`` records of a partition (None: no such partition), each with the
+    state of its transaction; ``read_committed``: only what such a consumer reads (below the
+    last stable offset, no aborted records)."""
     plog = broker.logs.get_partition(topic, partition)
     if plog is None:
         return None
     limit = max(1, min(limit, MAX_RECORDS))
-    end = plog.log_end_offset
+    last_stable = plog.last_stable_offset
+    end = last_stable if read_committed else plog.log_end_offset
     start = max(plog.log_start_offset, end - limit)
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for txn in plog.producers.aborted_in(start, end):
+        aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
     found: list[dict[str, Any]] = []
     offset, read, error = start, 0, None
     while offset < end and read < _MAX_READ:
@@ -78,14 +97,20 @@ async def records(broker: Any, topic: str, partition: int, limit: int) -> dict[s
             except CorruptRecordError as exc:
                 error = f"undecodable batch at offset {header.base_offset}: {exc}"
                 continue
+            status = _transaction_status(header, aborted, last_stable)
+            if read_committed and status == "aborted":
+                continue
             found += [{"offset": r.offset, "timestamp": r.timestamp, "key": _bytes(r.key),
                        "value": _bytes(r.value),
-                       "headers": [{"key": k, "value": _bytes(v)} for k, v in r.headers]}
-                      for r in batch if r.offset >= start]
+                       "headers": [{"key": k, "value": _bytes(v)} for k, v in r.headers],
+                       "transaction": status}
+                      for r in batch if start <= r.offset < end]
         if offset == before:
             break
     return {"topic": topic, "partition": partition, "log_start_offset": plog.log_start_offset,
-            "log_end_offset": end, "records": found[-limit:], "error": error}
+            "log_end_offset": plog.log_end_offset, "last_stable_offset": last_stable,
+            "isolation": "read_committed" if read_committed else "read_uncommitted",
+            "records": found[-limit:], "error": error}
 
 
 def _summary(g: groups_view.GroupSummary) -> dict[str, Any]:
@@ -142,10 +167,12 @@ def events(broker: Any, group_id: str, after_seq: int = 0) -> list[dict[str, Any
 
 def broker_info(broker: Any) -> dict[str, Any]:
     host, port = broker.bound
+    cluster = broker.control.describe()  # every node (one unless --nodes N), and the controller
     return {"cluster_id": broker.cluster_id, "node_id": broker.config.node_id,
             "bootstrap": broker.bootstrap, "listener": f"{host}:{port}",
             "connections": len(broker.connections),
             "coordinator_ready": broker.coordinator is not None,
+            "controller": cluster["controller"], "nodes": cluster["nodes"],
             # secrets (JAAS configs, key passwords) are shown [hidden], as Kafka logs them
             "config": {k: "[hidden]" if is_password(k) else v
                        for k, v in sorted(broker.config.items())}}

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -92,13 +91,20 @@ def call(admin: str | None, method: str, path: str, body: dict[str, Any] | None 
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read() or b"null")
     except urllib.error.HTTPError as exc:
-        text = exc.read().decode(errors="replace").strip()
-        with contextlib.suppress(ValueError, TypeError, KeyError):
-            text = str(json.loads(text)["error"])  # the JSON API's errors: {"error": "..."}
-        raise CliError(f"{method} {path}: {exc.code} {text}") from None
+        raise CliError(f"{method} {path}: {exc.code} {_error_reason(exc.read())}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise CliError(f"cannot reach the admin server at {base}: {reason}") from None
+
+
+def _error_reason(body: bytes) -> str:
+    """The admin API's ``{"error": reason}``, else the body as text."""
+    text = body.decode(errors="replace").strip()
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return text
+    return str(found["error"]) if isinstance(found, dict) and "error" in found else text
 
 
 def describe(fault: dict[str, Any]) -> str:

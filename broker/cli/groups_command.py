@@ -25,15 +25,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 
 from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
 
 from ..config import read_properties
 from .admin_client import EARLIEST, LATEST, AdminError
 from .group_admin import ClusterAdmin
+from .groups_parser import ACTIONS, UsageError, build_parser
 
-ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest", "to-latest",
              "to-current", "from-file")
 VALUE_OPTIONS = {"--bootstrap-server", "--group", "--topic", "--timeout", "--command-config",
@@ -42,48 +42,6 @@ CONSUMER_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
                    "Assigning", "Reconciling")
 DASH = "-"
 GROUP_TYPES = {"consumer": "Consumer", "classic": "Classic", "share": "Share"}
-
-
-class UsageError(Exception):
-    """A refused command line (Kafka's printUsageAndExit); the message is Kafka's."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kafkette groups", description=__doc__.split("\n\n")[0],
-                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    p.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT[,...]",
-                   help="the server(s) to connect to (default 127.0.0.1:9092)")
-    for action in ACTIONS:
-        p.add_argument(f"--{action}", action="store_true")
-    p.add_argument("--group", action="append", default=[], help="the consumer group (repeatable)")
-    p.add_argument("--all-groups", action="store_true")
-    p.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P]")
-    p.add_argument("--all-topics", action="store_true")
-    p.add_argument("--members", action="store_true")
-    p.add_argument("--offsets", action="store_true")
-    p.add_argument("--state", nargs="?", const="", default=None, metavar="STATE[,STATE]")
-    p.add_argument("--type", nargs="?", const="", default=None, metavar="TYPE[,TYPE]")
-    p.add_argument("--verbose", action="store_true")
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--execute", action="store_true")
-    p.add_argument("--to-offset", type=int)
-    p.add_argument("--shift-by", type=int)
-    p.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
-    p.add_argument("--by-duration", metavar="PnDTnHnMnS")
-    p.add_argument("--to-earliest", action="store_true")
-    p.add_argument("--to-latest", action="store_true")
-    p.add_argument("--to-current", action="store_true")
-    p.add_argument("--from-file", metavar="CSV", help="offsets from a CSV: [group,]topic,partition,offset")
-    p.add_argument("--export", action="store_true", help="print the new offsets as that CSV")
-    p.add_argument("--timeout", type=int, default=5000, metavar="MS")
-    p.add_argument("--command-config", metavar="FILE",
-                   help="client properties; client.id is used, security settings must be PLAINTEXT")
-    return p
 
 
 def normalize(argv: Sequence[str]) -> list[str]:

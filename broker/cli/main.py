@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from ..admin import admin_address
 from ..boot import StartupError, listen_early
-from ..config import BrokerConfig, ConfigError
+from ..config import CONFIG_KEYS, DEFAULTS, BrokerConfig, ConfigError
+from ..dev_preset import dev_settings
 from . import gc_tuning
 from .loop import loop_name, run
 
@@ -134,6 +136,10 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--nodes", type=int, default=1, metavar="N",
                        help="emulate a cluster of N nodes in this process, each on its own "
                             "listener (for testing clients; default 1)")
+    serve.add_argument("--dev", action="store_true",
+                       help="development preset: no initial rebalance delay, short group "
+                            "heartbeats and sessions (each value is logged at start; any "
+                            "other source wins over it)")
 
 
 def run_pipeline(argv: list[str]) -> int:
@@ -205,6 +211,18 @@ async def serve(config: BrokerConfig, nodes: int = 1) -> None:
     log.info("shutdown complete")
 
 
+def log_preset(preset: dict[str, str], config: BrokerConfig) -> None:
+    """One line per value of the development preset (``--dev``), and Kafka's default."""
+    log = logging.getLogger("kafkette.broker")
+    for key, value in preset.items():
+        kafka = DEFAULTS.get(key)
+        effective = config[key]
+        if effective == value:
+            log.info("--dev: %s = %s (Kafka's default: %s)", key, value, kafka)
+        else:
+            log.info("--dev: %s = %s, set explicitly (the preset has %s)", key, effective, value)
+
+
 def fail(exc: BaseException, debug: bool) -> int:
     if debug:
         import traceback
@@ -263,8 +281,11 @@ def main(argv: list[str] | None = None) -> int:
             overrides = args.override + ([f"admin.listener={args.admin}"] if args.admin else [])
             if args.add_scram:  # kafka-storage.sh format --add-scram's syntax
                 overrides.append("scram.credentials=" + ";".join(args.add_scram))
-            config = BrokerConfig.from_sources(args.config, overrides)
+            preset = dev_settings(CONFIG_KEYS.__contains__) if args.dev else {}
+            config = BrokerConfig.from_sources(args.config, overrides, environment=os.environ,
+                                               preset=preset)
             config.validate()  # fail before the event loop starts
+            log_preset(preset, config)
             admin_address(config)
             logging.getLogger("kafkette.broker").debug("event loop: %s", loop_name())
             if args.nodes < 1:

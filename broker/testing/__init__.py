@@ -11,7 +11,8 @@ Fixtures:
   ``.inject(api, error, count=1, delay_ms=0, drop=False, throttle_ms=0)``, ``.faults()``,
   ``.clear_faults()`` (broker/cluster/faults.py).
 - ``kafka_broker_session``: one broker shared by the whole session (same handle).
-- ``kafka_broker_factory``: brokers with extra config, ``kafka_broker_factory(**{"num.partitions": 3})``.
+- ``kafka_broker_factory``: brokers with extra config, ``kafka_broker_factory(**{"num.partitions": 3})``,
+  each the same handle as ``kafka_broker``.
 - ``kafkette_broker``: ``kafka_broker`` under a name no other plugin uses.
 - ``kafka_cluster`` / ``kafka_cluster_factory(nodes=3, **config)``: several nodes in one process
   (``KafkaCluster``: node lifecycle, coordinator and leader moves, fault injection).
@@ -30,9 +31,11 @@ brokers are ``kafkette_broker`` / ``kafka_broker_session``; ``-p no:kafkette`` d
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from typing import Any
 
 import pytest
@@ -47,21 +50,25 @@ __all__ = ["TEST_DEFAULTS", "BrokerProcess", "KafkaBroker", "KafkaCluster", "Thr
 INI_CONFIG = "kafkette_broker_config"
 PKB_INI_CONFIG = "kafka_broker_extra_config"  # pytest-kafka-broker's ini option
 PKB_PLUGIN = "kafka_broker"  # pytest-kafka-broker's plugin (entry point) name
+PKB_MODULE = "pytest_kafka_broker"  # and its import name
 
 
 # Options ----------------------------------------------------------------------------------------
 
-def _pkb_installed() -> bool:
+def _pkb_active(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """pytest-kafka-broker is installed and not disabled (``-p no:kafka_broker``)."""
+    if pluginmanager.is_blocked(PKB_PLUGIN):
+        return False
     return any(ep.name == PKB_PLUGIN for ep in importlib.metadata.entry_points(group="pytest11"))
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("kafkette", "kafkette test broker")
     group.addoption("--kafkette-config", action="append", default=[], metavar="KEY=VALUE",
                     help="broker config for kafkette's fixtures (repeatable); wins over the ini")
     parser.addini(INI_CONFIG, type="linelist", default=[],
                   help="broker config for kafkette's fixtures, one key=value a line")
-    if not _pkb_installed():
+    if not _pkb_active(pluginmanager):
         # Let a suite written for pytest-kafka-broker run unchanged (its ini and flag).
         parser.addini(PKB_INI_CONFIG, type="linelist", default=[],
                       help="pytest-kafka-broker's extra broker config (also read by kafkette)")
@@ -76,7 +83,9 @@ def configured_overrides(config: pytest.Config) -> dict[str, str]:
     """Broker config from the ini options, then the command line; checked like ``kafkette serve``."""
     lines: list[str] = []
     if not config.pluginmanager.has_plugin(PKB_PLUGIN):
-        lines += config.getini(PKB_INI_CONFIG) or []
+        # Not declared when pytest-kafka-broker is installed but not loaded.
+        with suppress(ValueError):
+            lines += config.getini(PKB_INI_CONFIG) or []
     lines += config.getini(INI_CONFIG) or []
     lines += config.getoption("kafkette_config") or []
     out: dict[str, str] = {}
@@ -101,6 +110,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from . import pytest_kafka_broker
 
         config.pluginmanager.register(pytest_kafka_broker, "kafkette-kafka-broker")
+        if importlib.util.find_spec(PKB_MODULE) is None:  # not installed: answer its import
+            sys.modules[PKB_MODULE] = pytest_kafka_broker
 
 
 _OVERRIDES = pytest.StashKey[dict[str, str]]()
@@ -153,17 +164,18 @@ class _Brokers:
 
 
 @pytest.fixture
-def kafka_broker_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., ThreadedBroker]]:
-    """Start brokers with extra config: ``kafka_broker_factory(**{"num.partitions": 3})``."""
+def kafka_broker_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., KafkaBroker]]:
+    """Start brokers with extra config: ``kafka_broker_factory(**{"num.partitions": 3})``; each
+    is a handle like ``kafka_broker``'s."""
     brokers = _Brokers(pytestconfig)
-    yield brokers.start
+    yield lambda config=None, **overrides: KafkaBroker(brokers.start(config, **overrides))
     brokers.close()
 
 
 @pytest.fixture
-def kafkette_broker(kafka_broker_factory: Callable[..., ThreadedBroker]) -> KafkaBroker:
+def kafkette_broker(kafka_broker_factory: Callable[..., KafkaBroker]) -> KafkaBroker:
     """A fresh in-process kafkette for one test (see the module docstring for the handle)."""
-    return KafkaBroker(kafka_broker_factory())
+    return kafka_broker_factory()
 
 
 @pytest.fixture(scope="session")

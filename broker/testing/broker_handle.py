@@ -1,5 +1,6 @@
 """The handle kafkette's pytest fixtures give a test: the bootstrap string itself, with
-pytest-kafka-broker's methods and aiokafka client factories."""
+pytest-kafka-broker's methods and aiokafka client factories, and everything of the
+:class:`ThreadedBroker` running it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,24 @@ from typing import Any
 from .runners import ThreadedBroker
 
 
+class BrokerSettings(dict[str, str]):
+    """The test broker's config (``kafka_broker.config["log.dirs"]``); called, the librdkafka
+    client config for the broker, as pytest-kafka-broker's ``kafka_broker.config(extra)``."""
+
+    def __init__(self, settings: Mapping[str, str], bootstrap: str) -> None:
+        super().__init__(settings)
+        self.bootstrap = bootstrap
+
+    def __call__(self, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """librdkafka client config for this broker, on top of ``config``."""
+        return {**(config or {}), "bootstrap.servers": self.bootstrap,
+                "security.protocol": "PLAINTEXT"}
+
+
 class KafkaBroker(str):
-    """A running test broker: the bootstrap string itself, with pytest-kafka-broker's methods."""
+    """A running test broker: the bootstrap string itself, with pytest-kafka-broker's methods
+    (this is its ``KafkaBrokerContext``) and aiokafka client factories. Any other attribute is
+    the :class:`ThreadedBroker`'s (``.broker``, ``.run()``, ``.loop``, ...)."""
 
     runner: ThreadedBroker
 
@@ -19,14 +36,21 @@ class KafkaBroker(str):
         handle.runner = runner
         return handle
 
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names this class does not define: the runner's.
+        if name == "runner":  # not yet set (unpickling, copy): no recursion
+            raise AttributeError(name)
+        return getattr(self.runner, name)
+
     # pytest-kafka-broker's KafkaBrokerContext ---------------------------------------------------
     @property
     def bootstrap_server(self) -> str:
         return str(self)
 
-    def config(self, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """librdkafka client config for this broker, on top of ``config``."""
-        return {**(config or {}), "bootstrap.servers": str(self), "security.protocol": "PLAINTEXT"}
+    @property
+    def config(self) -> BrokerSettings:
+        """The broker's config; ``.config(extra)`` is the librdkafka client config."""
+        return BrokerSettings(self.runner.config, str(self))
 
     def admin(self, config: Mapping[str, Any] | None = None) -> Any:
         from confluent_kafka.admin import AdminClient

@@ -1,7 +1,9 @@
-"""pytest-kafka-broker's fixture names, served by kafkette.
+"""pytest-kafka-broker's fixture names and module, served by kafkette.
 
 Registered by the kafkette plugin only when pytest-kafka-broker itself is not active, so a suite
 written for it runs unchanged against kafkette; with both installed, its ``kafka_broker`` wins.
+When pytest-kafka-broker is not installed at all, this module also answers its import name
+(``from pytest_kafka_broker import KafkaBrokerContext``) for the duration of the pytest run.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from collections.abc import Callable
 import pytest
 
 from .broker_handle import KafkaBroker
+
+__all__ = ["KafkaBrokerContext", "find_unused_tcp_port", "kafka_broker"]
+
+# What pytest-kafka-broker's ``kafka_broker`` yields; kafkette's handle offers the same API.
+KafkaBrokerContext = KafkaBroker
 
 
 @pytest.fixture

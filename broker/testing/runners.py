@@ -19,26 +19,18 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from ..config import CONFIG_KEYS
+from ..dev_preset import dev_settings
+
 if TYPE_CHECKING:  # imported when a broker starts: the pytest plugin imports this module
     from ..server import Broker
 
-# Fast settings for tests: no initial rebalance delay, short minimum session timeout.
+# Test brokers: a free port, the development preset (broker/dev_preset.py: no initial rebalance
+# delay, short group heartbeats and sessions), and the shortest coordinator write linger.
 TEST_DEFAULTS: dict[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
-    "group.initial.rebalance.delay.ms": "0",
-    "group.min.session.timeout.ms": "100",
+    **dev_settings(CONFIG_KEYS.__contains__),
     "group.coordinator.append.linger.ms": "1",
-    # consumer group protocol (KIP-848): fast heartbeats, short sessions
-    "group.consumer.min.heartbeat.interval.ms": "100",
-    "group.consumer.heartbeat.interval.ms": "500",
-    "group.consumer.min.session.timeout.ms": "1000",
-    "group.consumer.session.timeout.ms": "6000",
-    # share groups (KIP-932): likewise
-    "group.share.min.heartbeat.interval.ms": "100",
-    "group.share.heartbeat.interval.ms": "500",
-    "group.share.min.session.timeout.ms": "1000",
-    "group.share.session.timeout.ms": "6000",
-    "group.share.min.record.lock.duration.ms": "1000",
 }
 
 

@@ -96,6 +96,7 @@ def test_every_service_statically() -> None:
         ("INTERNAL", "kafkette", 9092), ("EXTERNAL", "localhost", 19092)]
     assert broker["ports"] == ["19092:19092"]  # the host reaches the EXTERNAL listener
     assert config["log.dirs"] == "/var/lib/kafkette"
+    assert "--dev" in broker["command"]  # the development preset, as the pytest plugin's
     assert any(v.endswith(":/var/lib/kafkette") for v in broker["volumes"])
     health = broker["healthcheck"]["test"]
     assert health[:4] == ["CMD", "python", "-m", "kafkette.broker.cli.healthcheck"]

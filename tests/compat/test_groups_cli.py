@@ -315,3 +315,22 @@ def test_assignment_partitions_or_empty() -> None:
             + b"\x00\x01b" + b"\x00\x00\x00\x00" + b"\xff\xff\xff\xff")
     assert assignment_partitions_or_empty(data) == [("a", 0), ("a", 3)]
     assert assignment_partitions_or_empty(b"") == [] and assignment_partitions_or_empty(b"\x00\x01\x00\x00\x00\x05") == []
+
+
+def test_help_is_plain_text_and_every_flag_says_what_it_does() -> None:
+    shown = run_groups("--help")
+    assert shown.returncode == 0
+    text = shown.stdout
+    assert "``" not in text  # no reStructuredText markup
+    options = text.split("options:", 1)[1].split("usage by action:", 1)[0]
+    lines = options.splitlines()
+    undocumented = []
+    for i, line in enumerate(lines):
+        if not line.startswith("  -"):
+            continue
+        has_help = "  " in line.strip()  # the help starts on the option's line
+        continues = i + 1 < len(lines) and lines[i + 1].startswith(" " * 24)  # or below it
+        if not (has_help or continues):
+            undocumented.append(line.split()[0])
+    assert sum(line.startswith("  -") for line in lines) > 25
+    assert undocumented == []

@@ -4,6 +4,7 @@ same address, and both plugins side by side. Suites run in a child ``pytest`` in
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,9 +17,10 @@ from tests.tools import ROOT
 SUITE = ROOT / "tests" / "compat" / "programs" / "pytest_kafka_broker_suite.py"
 
 
-def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
+def run_pytest(folder: Path, *args: str,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=folder, capture_output=True, text=True, timeout=300)
+                          cwd=folder, capture_output=True, text=True, timeout=300, env=env)
 
 
 def write(folder: Path, name: str, text: str) -> None:
@@ -34,7 +36,7 @@ def test_a_pytest_kafka_broker_suite_runs_unchanged(tmp_path):
         """)
     result = run_pytest(tmp_path, "--kafka")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "5 passed" in result.stdout
+    assert "6 passed" in result.stdout
 
 
 def test_session_broker_and_config_from_ini_and_command_line(tmp_path):
@@ -104,6 +106,80 @@ def test_side_by_side_with_pytest_kafka_broker_and_disabled(tmp_path):
         """)
     result = run_pytest(tmp_path, "-p", "kafka_broker", "-p", "no:kafkette", "test_only_other.py")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def installed_pytest_kafka_broker(folder: Path) -> dict[str, str]:
+    """A stand-in for pytest-kafka-broker installed as pip installs it (a distribution with a
+    ``pytest11`` entry point named ``kafka_broker``); the environment that puts it on the path."""
+    site = folder / "site"
+    package = site / "pytest_kafka_broker"
+    package.mkdir(parents=True)
+    write(package, "__init__.py", """\
+        from dataclasses import dataclass
+
+        @dataclass
+        class KafkaBrokerContext:
+            bootstrap_server: str
+        """)
+    write(package, "plugin.py", """\
+        import pytest
+
+        from . import KafkaBrokerContext
+
+        @pytest.fixture
+        def kafka_broker():
+            return KafkaBrokerContext("the-other-plugin:0")
+
+        def pytest_addoption(parser):
+            parser.addini("kafka_broker_extra_config", type="linelist", help="extra config")
+        """)
+    dist = site / "pytest_kafka_broker-1.0.0.dist-info"
+    dist.mkdir()
+    write(dist, "METADATA", "Metadata-Version: 2.1\nName: pytest-kafka-broker\nVersion: 1.0.0\n")
+    write(dist, "entry_points.txt", "[pytest11]\nkafka_broker = pytest_kafka_broker.plugin\n")
+    return {**os.environ, "PYTHONPATH": str(site)}
+
+
+def test_with_pytest_kafka_broker_installed_either_plugin_can_be_disabled(tmp_path):
+    env = installed_pytest_kafka_broker(tmp_path)
+    write(tmp_path, "pytest.ini", """\
+        [pytest]
+        kafka_broker_extra_config =
+            num.partitions=3
+        """)
+    write(tmp_path, "test_theirs.py", """\
+        from pytest_kafka_broker import KafkaBrokerContext
+
+        def test_theirs(kafka_broker, kafkette_broker):
+            assert kafka_broker == KafkaBrokerContext("the-other-plugin:0")
+            assert kafkette_broker.count(":") == 1
+        """)
+    result = run_pytest(tmp_path, "test_theirs.py", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    write(tmp_path, "test_ours.py", """\
+        from kafkette.broker.testing import KafkaBroker
+
+        def test_ours(kafka_broker):
+            assert isinstance(kafka_broker, KafkaBroker)
+            assert kafka_broker.broker.config.get_int("num.partitions") == 3  # their ini, read
+        """)
+    result = run_pytest(tmp_path, "-p", "no:kafka_broker", "test_ours.py", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    result = run_pytest(tmp_path, "-p", "no:kafkette", "test_theirs.py", "-k", "nothing", env=env)
+    assert result.returncode == 5, result.stdout + result.stderr  # collected, nothing selected
+
+
+def test_factory_brokers_are_handles_like_kafka_broker(kafka_broker_factory):
+    broker = kafka_broker_factory(**{"num.partitions": 2})
+    assert isinstance(broker, KafkaBroker) and broker == broker.bootstrap_server
+    assert broker.config["num.partitions"] == "2"  # the broker's config
+    assert broker.config({"client.id": "x"})["bootstrap.servers"] == broker  # a client's
+    producer = broker.producer()
+    producer.produce("factory", b"v")
+    assert producer.flush(30) == 0
+    assert "factory" in broker.admin().list_topics(timeout=30).topics
+    assert broker.broker.config.get_int("num.partitions") == 2  # the running Broker
+    assert broker.restart is not None and broker.aiokafka_consumer is not None
 
 
 async def test_handle_is_the_bootstrap_string_and_keeps_its_address(kafka_broker):

@@ -71,7 +71,7 @@ def test_two_members_split_with_revocation_before_assignment(env848):
     a, b = env.member("a"), env.member("b")
     ra = join(a, g, "A")
     assert (ra.error_code, ra.member_id, ra.member_epoch) == (ErrorCode.none, "A", 1)
-    assert ra.heartbeat_interval == timedelta(milliseconds=500)
+    assert ra.heartbeat_interval == timedelta(milliseconds=100)  # the development preset's
     a_parts = assigned(ra)
     assert sum(len(p) for p in a_parts.values()) == 4
     rb = join(b, g, "B")

@@ -62,8 +62,26 @@ def test_bad_fault_requests_get_400_with_one_line_reason(admin_broker, body, rea
     b, url = admin_broker
     status, text = call(f"{url}/v1/faults", "POST", raw=body)
     assert status == 400
-    assert reason in text and "\n" not in text.strip()
+    assert reason in json.loads(text)["error"] and "\n" not in text.strip()
     assert b.faults() == []
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "reason"), [
+    ("POST", "/v1/faults", b"{not json", 400, "body is not valid JSON"),
+    ("GET", "/v1/groups/no-such-group", None, 404, "no group 'no-such-group'"),
+    ("GET", "/v1/topics/t/partitions/x/records", None, 400, "partition must be an integer"),
+    ("GET", "/v1/no-such-thing", None, 404, "Not Found"),
+    ("PUT", "/v1/faults", b"{}", 405, "Method Not Allowed"),
+])
+def test_json_api_errors_are_json(admin_broker, method, path, body, status, reason):
+    _, url = admin_broker
+    request = urllib.request.Request(f"{url}{path}", data=body, method=method)
+    with pytest.raises(urllib.error.HTTPError) as failed:
+        urllib.request.urlopen(request, timeout=10)
+    assert failed.value.code == status
+    assert failed.value.headers.get_content_type() == "application/json"
+    answer = json.loads(failed.value.read())
+    assert list(answer) == ["error"] and reason in answer["error"]
 
 
 def kafkette(*args: str) -> subprocess.CompletedProcess:

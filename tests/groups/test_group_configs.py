@@ -53,7 +53,8 @@ def members(w: WireClient, group: str) -> list[str]:
 
 def test_group_configs_are_described_set_kept_and_applied(kafka_broker_factory):
     clock = ManualClock()
-    broker = kafka_broker_factory(clock=clock)
+    # the broker's default heartbeat, pinned: a group's own must differ from it
+    broker = kafka_broker_factory(clock=clock, **{"group.consumer.heartbeat.interval.ms": "500"})
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     defaults = describe(admin, "quick")  # a group that does not exist
     assert defaults == {

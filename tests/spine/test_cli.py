@@ -13,9 +13,9 @@ from kafkette.broker.config import BrokerConfig, ConfigError, read_properties
 from tests.wire import WireClient
 
 
-def start(args: list[str]) -> tuple[subprocess.Popen, str]:
+def start(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "kafkette.broker", "serve", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()
     match = re.fullmatch(r"kafkette listening on (127\.0\.0\.1:\d+)\n", line)
     assert match, f"unexpected first line {line!r}; stderr: {proc.stderr.read() if proc.poll() is not None else ''}"

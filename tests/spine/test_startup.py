@@ -102,13 +102,51 @@ def test_busy_port_is_one_line_naming_the_port(tmp_path):
     proc.wait(20)
 
 
+@pytest.mark.parametrize(("listeners", "message"), [
+    ("PLAINTEXT://127.0.0.1:70000", "Invalid value PLAINTEXT://127.0.0.1:70000 for configuration "
+     "listeners: listener 'PLAINTEXT://127.0.0.1:70000': the port 70000 is out of range "
+     "(0-65535; 0 picks a free one)"),
+    ("PLAINTEXT://127.0.0.1:x", "Invalid value PLAINTEXT://127.0.0.1:x for configuration "
+     "listeners: listener 'PLAINTEXT://127.0.0.1:x': the port 'x' is not a number"),
+    ("PLAINTEXT://127.0.0.1", "Invalid value PLAINTEXT://127.0.0.1 for configuration listeners: "
+     "listener 'PLAINTEXT://127.0.0.1' has no port: it must look like PLAINTEXT://host:port"),
+    ("PLAINTEXT://no-such-host.invalid:0", "listeners: cannot listen on no-such-host.invalid:0 "
+     "(listener PLAINTEXT): the host name does not resolve"),
+])
+def test_a_bad_listener_says_what_is_wrong_with_it(tmp_path, listeners, message):
+    result = serve_fails("--override", f"log.dirs={tmp_path}", "--override",
+                         f"listeners={listeners}")
+    assert last_line(result).startswith(f"kafkette: {message}")
+
+
+def test_a_listener_name_that_is_no_url_scheme_still_has_its_port():
+    from kafkette.broker.config import Listener, parse_listeners
+
+    assert parse_listeners("SASL_PLAINTEXT://127.0.0.1:9094,INTERNAL_2://:0") == [
+        Listener("SASL_PLAINTEXT", "127.0.0.1", 9094), Listener("INTERNAL_2", "0.0.0.0", 0)]
+
+
+def test_busy_admin_port_is_one_line_and_nothing_claims_to_listen(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = serve_fails("--admin", f"127.0.0.1:{port}", "--override",
+                             "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path}")
+    assert last_line(result) == (f"kafkette: admin.listener: cannot listen on 127.0.0.1:{port}: "
+                                 "Address already in use")
+    assert result.returncode == 1
+    assert "listening" not in result.stderr  # not even in the log
+
+
 def test_log_dirs_that_cannot_be_used(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    result = serve_fails("--override", f"log.dirs={a_file}")
+    free_port = "listeners=PLAINTEXT://127.0.0.1:0"  # never Kafka's 9092: it may be taken
+    result = serve_fails("--override", free_port, "--override", f"log.dirs={a_file}")
     assert last_line(result) == f"kafkette: log.dirs {a_file} is not a directory"
     under_file = a_file / "logs"
-    result = serve_fails("--override", f"log.dirs={under_file}")
+    result = serve_fails("--override", free_port, "--override", f"log.dirs={under_file}")
     assert last_line(result).startswith(f"kafkette: log.dirs {under_file} cannot be created: ")
 
 

@@ -9,6 +9,11 @@ import uuid
 
 import pytest
 from confluent_kafka.admin import NewTopic
+from pytest_kafka_broker import KafkaBrokerContext
+
+
+def test_the_fixture_is_a_kafka_broker_context(kafka_broker: KafkaBrokerContext):
+    assert isinstance(kafka_broker, KafkaBrokerContext)
 
 
 def test_bootstrap_server(kafka_broker):
