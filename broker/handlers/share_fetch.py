@@ -8,6 +8,7 @@ member's acquired records are released at once (``RequestContext.closing``). Wit
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -17,7 +18,12 @@ from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation, ResourceType
 from ..services.shares import PartitionAcks, PartitionAnswer, ShareAnswer, ShareFetchParams
+
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
+TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.topic_authorization_failed)
+_GROUP_DENIED = "Group authorization failed."  # Kafka's message for the code
 
 
 def _ms(value: Any) -> int:
@@ -38,16 +44,62 @@ def _disabled(ctx: RequestContext) -> bool:
 _NOT_ENABLED = "The share group protocol is not enabled."
 
 
+def _group_refused(ctx: RequestContext, group_id: str | None) -> ShareAnswer | None:
+    """Kafka's first check: READ on the group, else GROUP_AUTHORIZATION_FAILED for all."""
+    if ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id or ""):
+        return None
+    return ShareAnswer(GROUP_AUTHORIZATION_FAILED, _GROUP_DENIED)
+
+
+def _unreadable(ctx: RequestContext, acks: list[PartitionAcks]) -> frozenset[uuid.UUID]:
+    """The ids of the known topics named that the principal may not READ (unknown ids are
+    left to the share service, which answers UNKNOWN_TOPIC_ID)."""
+    if not ctx.authorizing or not acks:
+        return frozenset()
+    topics = ctx.services.topics
+    names: dict[str, uuid.UUID] = {}
+    for tid in {tid for tid, _, _ in acks}:
+        info = topics.get_by_id(tid)
+        if info is not None:
+            names[info.name] = tid
+    return frozenset(names[n] for n in ctx.denied(AclOperation.READ, ResourceType.TOPIC, names))
+
+
+def _refused_partitions(acks: list[PartitionAcks], denied: frozenset[uuid.UUID], *,
+                        fetch: bool) -> list[PartitionAnswer]:
+    """TOPIC_AUTHORIZATION_FAILED for each partition of a topic the principal may not READ:
+    the fetch error, and the acknowledgement error of a partition that carried acks."""
+    out: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
+    for tid, p, batches in acks:
+        if tid not in denied:
+            continue
+        ans = out.get((tid, p))
+        if ans is None:
+            ans = out[(tid, p)] = PartitionAnswer(
+                tid, p, error=TOPIC_AUTHORIZATION_FAILED if fetch else 0)
+        if batches or not fetch:
+            ans.ack_error = TOPIC_AUTHORIZATION_FAILED
+    return list(out.values())
+
+
 @api(78, 1, 1)
 async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     if _disabled(ctx):
         return _encode(ctx, ShareAnswer(ErrorCode.unsupported_version.value, _NOT_ENABLED),
                        fetch=True)
+    refused = _group_refused(ctx, req.group_id)
+    if refused is not None:
+        return _encode(ctx, refused, fetch=True)
+    acks = _acks(req.topics)
+    denied = _unreadable(ctx, acks)
+    refused_parts = _refused_partitions(acks, denied, fetch=True) if denied else []
+    if denied:
+        acks = [a for a in acks if a[0] not in denied]
     params = ShareFetchParams(
         group_id=req.group_id or "", member_id=req.member_id or "",
         epoch=req.share_session_epoch, max_wait_ms=_ms(req.max_wait),
         min_bytes=req.min_bytes, max_bytes=req.max_bytes, max_records=req.max_records,
-        batch_size=req.batch_size, topics=_acks(req.topics),
+        batch_size=req.batch_size, topics=acks,
         forgotten=[(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions])
     if not params.group_id or not params.member_id:
         return _encode(ctx, ShareAnswer(ErrorCode.invalid_request.value,
@@ -56,6 +108,8 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     answer = await ctx.services.shares.fetch(
         ctx.cluster, ctx.services.records, params,
         None if closing is None else closing.when_closed)
+    if refused_parts and not answer.error:
+        answer.partitions.extend(refused_parts)
     return _encode(ctx, answer, fetch=True)
 
 
@@ -64,12 +118,20 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     if _disabled(ctx):
         return _encode(ctx, ShareAnswer(ErrorCode.unsupported_version.value, _NOT_ENABLED),
                        fetch=False)
+    refused = _group_refused(ctx, req.group_id)
+    if refused is not None:
+        return _encode(ctx, refused, fetch=False)
     group, member = req.group_id or "", req.member_id or ""
     if not group or not member:
         return _encode(ctx, ShareAnswer(ErrorCode.invalid_request.value,
                                         "group id and member id must be set"), fetch=False)
+    acks = _acks(req.topics)
+    denied = _unreadable(ctx, acks)
+    allowed = [a for a in acks if a[0] not in denied] if denied else acks
     answer = await ctx.services.shares.acknowledge(ctx.cluster, group, member,
-                                                   req.share_session_epoch, _acks(req.topics))
+                                                   req.share_session_epoch, allowed)
+    if denied and not answer.error:
+        answer.partitions.extend(_refused_partitions(acks, denied, fetch=False))
     return _encode(ctx, answer, fetch=False)
 
 
