@@ -48,12 +48,12 @@ def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
     elif election not in (PREFERRED, UNCLEAN):
         refusal = ErrorCode.invalid_request, f"Unknown election type {election}"
     if refusal is not None:
-        code, message = refusal
-        return make(cls, throttle_time=timedelta(0), error_code=code,
+        refused_code, refused_message = refusal
+        return make(cls, throttle_time=timedelta(0), error_code=refused_code,
                     replica_election_results=tuple(
                         make(result_cls, topic=t.topic, partition_result=tuple(
-                            make(part_cls, partition_id=p, error_code=code,
-                                 error_message=message) for p in t.partitions))
+                            make(part_cls, partition_id=p, error_code=refused_code,
+                                 error_message=refused_message) for p in t.partitions))
                         for t in req.topic_partitions or ()))
     topics = ctx.services.topics
     if req.topic_partitions is None:

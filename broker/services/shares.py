@@ -47,7 +47,7 @@ from ..share.sessions import (
 from ..share.share_partition import INVALID_REQUEST, AcquiredRange, SharePartition
 from .cluster import ClusterInfo
 from .record_service import EARLIEST, RecordService
-from .share_partitions import PartitionRead, SharePartitions
+from .share_partitions import PartitionRead, SharePartitions, SharePartitionSnapshot
 from .topic_service import TopicService
 
 log = logging.getLogger("kafkette.share")
@@ -128,6 +128,10 @@ class ShareService:
     @property
     def persister(self) -> Persister:
         return self.partitions.persister
+
+    def snapshot(self, group_id: str | None = None) -> list[SharePartitionSnapshot]:
+        """The loaded share-partitions' figures (see ``SharePartitions.snapshot``)."""
+        return self.partitions.snapshot(group_id)
 
     def _has_sessions(self, group_id: str) -> bool:
         return any(cache.has_group(group_id) for cache in self._sessions.values())
