@@ -8,7 +8,6 @@ member's acquired records are released at once (``RequestContext.closing``). Wit
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -19,10 +18,15 @@ from kafkette.protocol.codec import response_type
 from ..context import RequestContext
 from ..routes import api
 from ..security.acl import AclOperation, ResourceType
-from ..services.shares import PartitionAcks, PartitionAnswer, ShareAnswer, ShareFetchParams
+from ..services.shares import (
+    MayRead,
+    PartitionAcks,
+    PartitionAnswer,
+    ShareAnswer,
+    ShareFetchParams,
+)
 
 GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
-TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.topic_authorization_failed)
 _GROUP_DENIED = "Group authorization failed."  # Kafka's message for the code
 
 
@@ -51,35 +55,20 @@ def _group_refused(ctx: RequestContext, group_id: str | None) -> ShareAnswer | N
     return ShareAnswer(GROUP_AUTHORIZATION_FAILED, _GROUP_DENIED)
 
 
-def _unreadable(ctx: RequestContext, acks: list[PartitionAcks]) -> frozenset[uuid.UUID]:
-    """The ids of the known topics named that the principal may not READ (unknown ids are
-    left to the share service, which answers UNKNOWN_TOPIC_ID)."""
-    if not ctx.authorizing or not acks:
-        return frozenset()
-    topics = ctx.services.topics
-    names: dict[str, uuid.UUID] = {}
-    for tid in {tid for tid, _, _ in acks}:
-        info = topics.get_by_id(tid)
-        if info is not None:
-            names[info.name] = tid
-    return frozenset(names[n] for n in ctx.denied(AclOperation.READ, ResourceType.TOPIC, names))
+def _topic_reader(ctx: RequestContext) -> MayRead:
+    """Whether the principal may READ a topic, decided once per topic for this request (None
+    without an authorizer): the share service answers the others TOPIC_AUTHORIZATION_FAILED."""
+    if not ctx.authorizing:
+        return None
+    decided: dict[str, bool] = {}
 
+    def may_read(name: str) -> bool:
+        allowed = decided.get(name)
+        if allowed is None:
+            allowed = decided[name] = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
+        return allowed
 
-def _refused_partitions(acks: list[PartitionAcks], denied: frozenset[uuid.UUID], *,
-                        fetch: bool) -> list[PartitionAnswer]:
-    """TOPIC_AUTHORIZATION_FAILED for each partition of a topic the principal may not READ:
-    the fetch error, and the acknowledgement error of a partition that carried acks."""
-    out: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
-    for tid, p, batches in acks:
-        if tid not in denied:
-            continue
-        ans = out.get((tid, p))
-        if ans is None:
-            ans = out[(tid, p)] = PartitionAnswer(
-                tid, p, error=TOPIC_AUTHORIZATION_FAILED if fetch else 0)
-        if batches or not fetch:
-            ans.ack_error = TOPIC_AUTHORIZATION_FAILED
-    return list(out.values())
+    return may_read
 
 
 @api(78, 1, 1)
@@ -90,17 +79,13 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     refused = _group_refused(ctx, req.group_id)
     if refused is not None:
         return _encode(ctx, refused, fetch=True)
-    acks = _acks(req.topics)
-    denied = _unreadable(ctx, acks)
-    refused_parts = _refused_partitions(acks, denied, fetch=True) if denied else []
-    if denied:
-        acks = [a for a in acks if a[0] not in denied]
     params = ShareFetchParams(
         group_id=req.group_id or "", member_id=req.member_id or "",
         epoch=req.share_session_epoch, max_wait_ms=_ms(req.max_wait),
         min_bytes=req.min_bytes, max_bytes=req.max_bytes, max_records=req.max_records,
-        batch_size=req.batch_size, topics=acks,
-        forgotten=[(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions])
+        batch_size=req.batch_size, topics=_acks(req.topics),
+        forgotten=[(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions],
+        may_read=_topic_reader(ctx))
     if not params.group_id or not params.member_id:
         return _encode(ctx, ShareAnswer(ErrorCode.invalid_request.value,
                                         "group id and member id must be set"), fetch=True)
@@ -108,8 +93,6 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     answer = await ctx.services.shares.fetch(
         ctx.cluster, ctx.services.records, params,
         None if closing is None else closing.when_closed)
-    if refused_parts and not answer.error:
-        answer.partitions.extend(refused_parts)
     return _encode(ctx, answer, fetch=True)
 
 
@@ -125,13 +108,9 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     if not group or not member:
         return _encode(ctx, ShareAnswer(ErrorCode.invalid_request.value,
                                         "group id and member id must be set"), fetch=False)
-    acks = _acks(req.topics)
-    denied = _unreadable(ctx, acks)
-    allowed = [a for a in acks if a[0] not in denied] if denied else acks
     answer = await ctx.services.shares.acknowledge(ctx.cluster, group, member,
-                                                   req.share_session_epoch, allowed)
-    if denied and not answer.error:
-        answer.partitions.extend(_refused_partitions(acks, denied, fetch=False))
+                                                   req.share_session_epoch, _acks(req.topics),
+                                                   _topic_reader(ctx))
     return _encode(ctx, answer, fetch=False)
 
 

@@ -127,6 +127,13 @@ def test_share_fetch_and_acknowledge_need_group_and_topic_read(secured) -> None:
     refused_ack = share_ack(s.w, member, 4, hidden, {0: [(0, 0, [1])]})
     assert [(t.topic_id, p.error_code) for t in refused_ack.responses for p in t.partitions] == [
         (hidden, ErrorCode.topic_authorization_failed)]
+    # READ denied later: the session's partition answers TOPIC_AUTHORIZATION_FAILED, once
+    assert produce(s.w, "jobs", 0, build_batch([(None, b"c")])).error_code == 0
+    add(s.w, binding(RT.TOPIC, "jobs", Op.READ, DENY))
+    resp = share_fetch(s.w, member, 5, jobs, max_wait_ms=3000)
+    assert [(t.topic_id, p.partition_index, p.error_code, p.acquired_records)
+            for t in resp.responses for p in t.partitions] == [
+        (jobs, 0, ErrorCode.topic_authorization_failed, ())]
 
 
 def test_share_group_offsets_apis(secured) -> None:
