@@ -16,6 +16,7 @@ from tests.dataplane.test_wire import produce
 from tests.share_fetch.test_wire import set_group_config
 from tests.wire import WireClient
 
+from .browser import dump_dom, parse
 from .conftest import get, get_json
 from .test_metrics import parse_metrics, series
 
@@ -83,8 +84,10 @@ def test_share_partition_figures_in_the_console_and_metrics(kafka_broker_factory
                 for state in ("available", "acquired", "acknowledged", "archived")} == {
             "available": 0, "acquired": 2, "acknowledged": 5, "archived": 0}
 
-        page = get(f"{url}/groups/{GROUP}").decode()
-        assert 'id="share-partitions"' in page and "share-partition" in page
+        # the console's group page, after its scripts ran (live refresh included)
+        page = parse(dump_dom(f"{url}/groups/{GROUP}"))
+        (tr,) = page.find("table", id="share-partitions").find_all("tr", cls="share-partition")
+        assert tr.text.split() == [TOPIC, "0", "3", "10", "7", "2", "5", "0", "2"]
     finally:
         consumer.close()
 
