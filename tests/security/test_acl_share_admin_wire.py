@@ -176,6 +176,13 @@ def test_share_group_offsets_apis(secured) -> None:
     deleted = delete(s.w, "g", ["jobs"])
     assert [(t.topic_name, t.error_code) for t in deleted.responses] == [
         ("jobs", ErrorCode.none)]
+    altered = alter(s.w, "g", [("jobs", [(0, 0)])])  # state for the all-topics describe
+    assert [p.error_code for t in altered.responses for p in t.partitions] == [ErrorCode.none]
+    # every topic asked: one the client may not describe is left out
+    assert sorted(t.topic_name for t in describe(s.w, "g", None).topics) == ["jobs", "other"]
+    add(s.w, binding(RT.TOPIC, "jobs", Op.DESCRIBE, DENY))
+    every = describe(s.w, "g", None)
+    assert (every.error_code, [t.topic_name for t in every.topics]) == (ErrorCode.none, ["other"])
 
 
 def test_describe_log_dirs_needs_cluster_describe(secured) -> None:
