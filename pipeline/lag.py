@@ -14,6 +14,11 @@ Definitions (the summary repeats them):
   Stable too, the start is the end of the join phase (``state_time``) and ``not_stable_exact`` is
   false: the value is a lower bound. After an Empty record it is exact (from that record's state
   time).
+- share-group lag of a share-partition (KIP-932) = its partition's final log end offset - its
+  share-partition start offset (SPSO, the last one written to ``__share_group_state``) - the
+  records past the SPSO already acknowledged or archived (the delivery-complete count of the
+  last state record; 0 when it was not written). A share-partition whose state was deleted (a
+  tombstone last) is left out.
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from . import share_state
 from .offsets import COMMIT_COLUMNS, DDL, GROUP_COLUMNS, OFFSETS_TOPIC, decode_arrow
 
 TABLES = ("commits", "group_metadata", "log_end_offsets", "lag", "lag_over_time", "current_lag",
-          "commit_rates", "rebalances")
+          "commit_rates", "rebalances", "share_lag")
 GRID_POINTS = 600
 
 
@@ -40,6 +46,7 @@ class Tables:
     current_lag: DataFrame
     commit_rates: DataFrame
     rebalances: DataFrame
+    share_lag: DataFrame
     cached: list[DataFrame] = field(default_factory=list)
 
     def items(self) -> list[tuple[str, DataFrame]]:
@@ -230,6 +237,37 @@ def rebalances(groups: DataFrame) -> DataFrame:
         "log_partition", "log_offset")
 
 
+def read_share_state(spark: SparkSession, log_dirs: str) -> DataFrame:
+    """Every ``__share_group_state`` record, decoded (``share_state.SCHEMA``)."""
+    raw = (spark.read.format("kafkette").option("topics", share_state.SHARE_STATE_TOPIC)
+           .load(log_dirs).filter(~F.col("aborted"))
+           .select("partition", "offset", "timestamp", "key", "value"))
+    return raw.mapInArrow(share_state.decode_arrow, share_state.DDL)
+
+
+def share_lag(spark: SparkSession, records: DataFrame, bounds: DataFrame,
+              names: dict[str, str]) -> DataFrame:
+    """Per share-partition: its start offset, delivery-complete count, log end and lag (see
+    the module docstring); topics named through ``names`` (topic id -> name)."""
+    key = ["group", "topic_id", "partition"]
+    position = F.struct("log_partition", "log_offset")
+    last = records.groupBy(*key).agg(
+        F.max_by("tombstone", position).alias("deleted"),
+        F.max_by("delivery_complete_count", position).alias("delivery_complete_count"),
+        F.max("record_time").alias("last_write_time"))
+    starts = (records.filter(F.col("start_offset") >= 0).groupBy(*key)
+              .agg(F.max_by("start_offset", position).alias("start_offset")))
+    topics = spark.createDataFrame(sorted(names.items()), "topic_id string, topic string")
+    delivered = F.greatest(F.coalesce("delivery_complete_count", F.lit(0)), F.lit(0))
+    return (last.filter(~F.col("deleted")).join(starts, key).join(topics, "topic_id")
+            .join(bounds.select("topic", "partition", "log_end_offset"),
+                  ["topic", "partition"], "left")
+            .select("group", "topic", "partition", "start_offset", "delivery_complete_count",
+                    "log_end_offset",
+                    F.greatest(F.col("log_end_offset") - F.col("start_offset") - delivered,
+                               F.lit(0)).alias("lag"), "last_write_time"))
+
+
 def build(spark: SparkSession, log_dirs: str, rate_window: str = "1 minute") -> Tables:
     commits, groups, decoded = read_offsets(spark, log_dirs)
     points = end_offset_points(spark, log_dirs).cache()
@@ -241,5 +279,7 @@ def build(spark: SparkSession, log_dirs: str, rate_window: str = "1 minute") -> 
         current_lag=current_lag(commits, bounds),
         commit_rates=commit_rates(commits, rate_window),
         rebalances=rebalances(groups),
+        share_lag=share_lag(spark, read_share_state(spark, log_dirs), bounds,
+                            share_state.topic_names(log_dirs)),
         cached=[decoded, points, bounds],
     )

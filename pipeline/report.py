@@ -158,6 +158,14 @@ def write_summary(tables: Tables, rebalances: pd.DataFrame, series: pd.DataFrame
     lines += _table(["group", "topic", "partition", "committed", "log end", "lag"],
                     current[["group", "topic", "partition", "committed_offset", "log_end_offset",
                              "lag"]].itertuples(index=False))
+    shares: pd.DataFrame = tables.share_lag.orderBy("group", "topic", "partition").toPandas()
+    if len(shares):
+        lines += ["", "## Share-group lag", ""]
+        lines += _table(["share group", "topic", "partition", "start offset (SPSO)",
+                         "acknowledged or archived past it", "log end", "lag"],
+                        shares[["group", "topic", "partition", "start_offset",
+                                "delivery_complete_count", "log_end_offset",
+                                "lag"]].itertuples(index=False))
     lines += ["", "## Group history", ""]
     hist = []
     for _, r in rebalances.iterrows():

@@ -26,6 +26,8 @@ from prometheus_client.registry import Collector
 
 from ..stats import LATENCY_BUCKETS
 
+_SHARE_STATES = ("available", "acquired", "acknowledged", "archived")
+
 
 @dataclass(slots=True)
 class Snapshot:
@@ -42,6 +44,10 @@ class Snapshot:
     rebalances: dict[str, tuple[int, int, int | None]] = field(default_factory=dict)
     commits: dict[str, int] = field(default_factory=dict)
     load_seconds: float | None = None
+    # share-partitions: (group id, topic, partition, SPSO, lag or None,
+    #                    (available, acquired, acknowledged, archived) or None when not loaded)
+    share_partitions: list[tuple[str, str, int, int, int | None,
+                                 tuple[int, int, int, int] | None]] = field(default_factory=list)
     # (node id, host, port) of every live broker
     brokers: list[tuple[int, str, int]] = field(default_factory=list)
     # (topic, partition) -> (leader, replicas, in-sync replicas, preferred replica leads)
@@ -195,6 +201,37 @@ class SnapshotCollector(Collector):
             by_state.add_metric([state, ptype], n)
         yield from (by_state, members, generation, current, current_sum, lag, lag_sum)
         yield from self._rebalances()
+        yield from self._share_partitions()
+
+    def _share_partitions(self) -> Iterator[Metric]:
+        labels = ["sharegroup", "topic", "partition"]
+        start = GaugeMetricFamily("kafkette_share_partition_start_offset",
+                                  "Share-partition start offset (SPSO) of a share group",
+                                  labels=labels)
+        in_flight = GaugeMetricFamily(
+            "kafkette_share_partition_in_flight_records",
+            "In-flight records of a loaded share-partition, by delivery state",
+            labels=[*labels, "state"])
+        lag = GaugeMetricFamily(
+            "kafka_sharegroup_lag",
+            "Records of a share-partition still to deliver: log-end offset minus the start "
+            "offset, less records past it already acknowledged or archived", labels=labels)
+        lag_sum = GaugeMetricFamily("kafka_sharegroup_lag_sum",
+                                    "Lag of a share group on a topic",
+                                    labels=["sharegroup", "topic"])
+        sums: dict[tuple[str, str], int] = {}
+        for group_id, topic, p, spso, behind, counts in self.snap.share_partitions:
+            values = [group_id, topic, str(p)]
+            start.add_metric(values, spso)
+            if counts is not None:
+                for state, n in zip(_SHARE_STATES, counts, strict=True):
+                    in_flight.add_metric([*values, state], n)
+            if behind is not None:
+                lag.add_metric(values, behind)
+                sums[(group_id, topic)] = sums.get((group_id, topic), 0) + behind
+        for (group_id, topic), total in sorted(sums.items()):
+            lag_sum.add_metric([group_id, topic], total)
+        yield from (start, in_flight, lag, lag_sum)
 
     def _rebalances(self) -> Iterator[Metric]:
         s = self.snap

@@ -114,8 +114,12 @@ def committed_offsets(broker: Any, group_id: str) -> list[tuple[str, int, int]]:
     shard = _shard_of(broker, group_id)
     if shard is None:
         return []
+    try:
+        fetched = shard.fetch_offsets(group_id, None)
+    except CoordinatorError:  # a share group: it commits no offsets (see shares_view)
+        return []
     return [(topic, partition, offset)
-            for topic, rows in shard.fetch_offsets(group_id, None)
+            for topic, rows in fetched
             for partition, offset, _epoch, _metadata, error in rows if error == 0]
 
 

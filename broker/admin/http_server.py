@@ -150,7 +150,7 @@ class AdminServer:
         return web.json_response(self.broker.services.quotas.view())
 
     async def group_json(self, request: web.Request) -> web.Response:
-        found = views.group(self.broker, request.match_info["group"])
+        found = await views.group_detail(self.broker, request.match_info["group"])
         if found is None:
             raise web.HTTPNotFound(text=f"no group {request.match_info['group']!r}")
         return web.json_response(found)
@@ -172,11 +172,12 @@ class AdminServer:
 
     async def group_page(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group"]
-        return _html(pages.group(group_id, views.group(self.broker, group_id), self.started_ms))
+        return _html(pages.group(group_id, await views.group_detail(self.broker, group_id),
+                                 self.started_ms))
 
     async def group_live(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group"]
-        return _html(pages.group_live(group_id, views.group(self.broker, group_id)))
+        return _html(pages.group_live(group_id, await views.group_detail(self.broker, group_id)))
 
     async def topic_page(self, request: web.Request) -> web.Response:
         name = request.match_info["topic"]

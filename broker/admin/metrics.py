@@ -20,7 +20,7 @@ from typing import Any
 
 from kafkette.protocol.codec import request_type
 
-from . import groups_view
+from . import groups_view, shares_view
 from .exposition import LENGTH, Snapshot, render
 
 log = logging.getLogger("kafkette.admin")
@@ -79,6 +79,12 @@ async def take_snapshot(broker: Any) -> Snapshot:
             await asyncio.sleep(0)
         snap.groups.append((g.group_id, g.state, g.protocol_type, g.members, g.generation,
                             groups_view.committed_offsets(broker, g.group_id)))
+        if g.group_type == "share":
+            for sp in await shares_view.share_partitions(broker, g.group_id):
+                counts = None if not sp.loaded else (
+                    sp.available or 0, sp.acquired or 0, sp.acknowledged or 0, sp.archived or 0)
+                snap.share_partitions.append((g.group_id, sp.topic, sp.partition,
+                                              sp.start_offset, sp.lag, counts))
     return snap
 
 

@@ -158,7 +158,28 @@ def group_live(group_id: str, g: dict[str, Any] | None) -> str:
                      "no members")
             + "<h2>Offsets and lag</h2>"
             + _table(["Topic", "Partition", "Committed", "Log end", "Lag", "Owner"], offsets,
-                     "offsets", "no committed offsets"))
+                     "offsets", "no committed offsets")
+            + _share_partitions(g.get("share_partitions")))
+
+
+def _share_partitions(rows: list[dict[str, Any]] | None) -> str:
+    """A share group's share-partitions: start offset, in-flight records by state, lag."""
+    if rows is None:
+        return ""
+    cells = []
+    for r in rows:
+        lag = r["lag"]
+        cells.append(f'<tr class="share-partition" data-topic="{escape(r["topic"])}" '
+                     f'data-partition="{r["partition"]}">'
+                     f'<td>{_topic_link(r["topic"], r["partition"])}</td>{_cell(r["partition"])}'
+                     f'{_cell(r["start_offset"])}{_cell(r["log_end_offset"])}'
+                     f'{_cell(r["in_flight"])}{_cell(r["acquired"])}'
+                     f'{_cell(r["acknowledged"])}{_cell(r["archived"])}'
+                     f'{_cell(lag, "lag" if not lag else "lag behind")}</tr>')
+    return ("<h2>Share-partitions</h2>"
+            + _table(["Topic", "Partition", "Start offset", "Log end", "In flight", "Acquired",
+                      "Acknowledged", "Archived", "Lag"], cells, "share-partitions",
+                     "no share-partition state"))
 
 
 def _shown(value: dict[str, Any] | None) -> str:

@@ -11,7 +11,7 @@ from kafkette.protocol.records import CorruptRecordError, decode_records, iter_b
 from kafkette.storage.errors import OffsetOutOfRangeError
 
 from ..security.config_keys import is_password
-from . import groups_view
+from . import groups_view, shares_view
 
 MAX_RECORDS = 1000
 _READ_CHUNK = 1 << 20
@@ -159,6 +159,16 @@ def group(broker: Any, group_id: str) -> dict[str, Any] | None:
             "count": rebalances.count, "total_ms": rebalances.total_ms,
             "last_ms": rebalances.last_ms, "in_progress": rebalances.started_at_ms is not None},
     }
+
+
+async def group_detail(broker: Any, group_id: str) -> dict[str, Any] | None:
+    """``group`` with, for a share group, its share-partitions (start offset, in-flight
+    records by state, lag) under ``share_partitions``."""
+    found = group(broker, group_id)
+    if found is not None and found["type"] == "share":
+        found["share_partitions"] = [
+            sp.as_json() for sp in await shares_view.share_partitions(broker, group_id)]
+    return found
 
 
 def events(broker: Any, group_id: str, after_seq: int = 0) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from .metadata import AUTH_OPS_OMITTED, CLUSTER_AUTHORIZED_OPERATIONS
 
 BROKERS, CONTROLLERS = 1, 2
@@ -47,8 +48,18 @@ def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     return make(cls, throttle_time=timedelta(0), error_code=ErrorCode.none, error_message=None,
                 endpoint_type=BROKERS, cluster_id=cluster.cluster_id, controller_id=controller,
                 brokers=brokers,
-                cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+                cluster_authorized_operations=_cluster_operations(ctx)
                 if req.include_cluster_authorized_operations else AUTH_OPS_OMITTED)
+
+
+def _cluster_operations(ctx: RequestContext) -> int:
+    """What the principal may do on the cluster; 0 without DESCRIBE on it (Kafka's
+    AuthHelper.computeDescribeClusterResponse: the request itself is never refused)."""
+    if not ctx.authorizing:
+        return CLUSTER_AUTHORIZED_OPERATIONS
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _endpoint_refusal(version: int, endpoint_type: int) -> tuple[ErrorCode, str] | None:

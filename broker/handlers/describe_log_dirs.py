@@ -21,6 +21,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger("kafkette.admin")
 
@@ -31,6 +32,10 @@ def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
     result_cls = item_type(cls, "results")
     topic_cls = item_type(result_cls, "topics")
     part_cls = item_type(topic_cls, "partitions")
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        # Kafka: no directory listed (the code exists from v3 on)
+        return make(cls, throttle_time=timedelta(0),
+                    error_code=ErrorCode.cluster_authorization_failed, results=())
     records = ctx.services.records
     cluster = ctx.cluster
     if req.topics is None:

@@ -19,6 +19,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation, ResourceType
 from ..services import ServiceError
 from ..services.errors import UNKNOWN_PARTITION_MESSAGE
 from ..services.topic_service import valid_topic_name
@@ -33,10 +34,14 @@ def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
     records = ctx.services.records
     cluster = ctx.cluster
     topics = []
+    denied = ctx.denied(AclOperation.READ, ResourceType.TOPIC,
+                        [t.name for t in req.topics if valid_topic_name(t.name)])
     for t in req.topics:
-        topic_error: tuple[ErrorCode, str] | None = None
+        topic_error: tuple[ErrorCode, str | None] | None = None
         if not valid_topic_name(t.name):
             topic_error = ErrorCode.invalid_topic_exception, _invalid_name_message(t.name)
+        elif t.name in denied:  # READ on the topic, before whether it exists
+            topic_error = ErrorCode.topic_authorization_failed, "Topic authorization failed."
         elif ctx.services.topics.get(t.name) is None:
             topic_error = ErrorCode.unknown_topic_or_partition, UNKNOWN_PARTITION_MESSAGE
         partitions = []

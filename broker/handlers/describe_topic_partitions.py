@@ -23,6 +23,7 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import AclOperation, ResourceType
 from ..services.topic_service import valid_topic_name
 from .metadata import AUTH_OPS_OMITTED, TOPIC_AUTHORIZED_OPERATIONS
 
@@ -49,6 +50,12 @@ def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
     if cursor is not None and cursor.partition_index < 0:
         return _refused(ctx, req, "DescribeTopicPartitionsRequest cursor partition must be "
                                   f"valid: {cursor}")
+    # DESCRIBE on each topic, before whether it exists: a topic named is answered
+    # TOPIC_AUTHORIZATION_FAILED after the others, and with every topic asked it is not listed.
+    denied = ctx.denied(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    if denied:
+        names -= denied
+    authorizing = ctx.authorizing
     remaining = max(min(ctx.config.get_int(LIMIT_CONFIG), req.response_partition_limit), 1)
     part_cls = item_type(topic_cls, "partitions")
     cluster = ctx.cluster
@@ -65,7 +72,8 @@ def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
                          else ErrorCode.invalid_topic_exception)
                 topics.append(make(topic_cls, error_code=error, name=name, topic_id=ZERO_UUID,
                                    is_internal=False, partitions=(),
-                                   topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+                                   topic_authorized_operations=_operations(ctx, name)
+                                   if authorizing else TOPIC_AUTHORIZED_OPERATIONS))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(info.partitions, start + remaining)
@@ -79,13 +87,23 @@ def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
         topics.append(make(topic_cls, error_code=ErrorCode.none, name=name,
                            topic_id=info.topic_id, is_internal=info.internal,
                            partitions=tuple(partitions),
-                           topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+                           topic_authorized_operations=_operations(ctx, name)
+                           if authorizing else TOPIC_AUTHORIZED_OPERATIONS))
         if upper < info.partitions:
             next_cursor = make(item_type(cls, "next_cursor"), topic_name=name,
                                partition_index=upper)
             break
         remaining -= len(partitions)
+    if not every_topic:
+        topics.extend(make(topic_cls, error_code=ErrorCode.topic_authorization_failed, name=name,
+                           topic_id=ZERO_UUID, is_internal=False, partitions=(),
+                           topic_authorized_operations=AUTH_OPS_OMITTED)
+                      for name in sorted(denied))
     return make(cls, throttle_time=timedelta(0), topics=tuple(topics), next_cursor=next_cursor)
+
+
+def _operations(ctx: RequestContext, name: str) -> int:
+    return ctx.authorized_operations(ResourceType.TOPIC, name)
 
 
 def _refused(ctx: RequestContext, req: Any, message: str) -> Any:

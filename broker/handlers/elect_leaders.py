@@ -22,8 +22,10 @@ from kafkette.protocol.build import item_type, make
 
 from ..context import RequestContext
 from ..routes import api
+from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 PREFERRED, UNCLEAN = 0, 1
+_CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's message for the code
 _NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
 _MESSAGES = {
     ErrorCode.election_not_needed: _NOT_NEEDED_MESSAGE,
@@ -39,13 +41,19 @@ def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
     result_cls = item_type(cls, "replica_election_results")
     part_cls = item_type(result_cls, "partition_result")
     election = int(getattr(req, "election_type", PREFERRED))
-    if election not in (PREFERRED, UNCLEAN):
-        refusal = f"Unknown election type {election}"
-        return make(cls, throttle_time=timedelta(0), error_code=ErrorCode.invalid_request,
+    refusal: tuple[ErrorCode, str] | None = None
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        # the controller's check: every partition asked carries the error
+        refusal = ErrorCode.cluster_authorization_failed, _CLUSTER_DENIED
+    elif election not in (PREFERRED, UNCLEAN):
+        refusal = ErrorCode.invalid_request, f"Unknown election type {election}"
+    if refusal is not None:
+        refused_code, refused_message = refusal
+        return make(cls, throttle_time=timedelta(0), error_code=refused_code,
                     replica_election_results=tuple(
                         make(result_cls, topic=t.topic, partition_result=tuple(
-                            make(part_cls, partition_id=p, error_code=ErrorCode.invalid_request,
-                                 error_message=refusal) for p in t.partitions))
+                            make(part_cls, partition_id=p, error_code=refused_code,
+                                 error_message=refused_message) for p in t.partitions))
                         for t in req.topic_partitions or ()))
     topics = ctx.services.topics
     if req.topic_partitions is None:

@@ -17,7 +17,17 @@ from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..routes import api
-from ..services.shares import PartitionAcks, PartitionAnswer, ShareAnswer, ShareFetchParams
+from ..security.acl import AclOperation, ResourceType
+from ..services.shares import (
+    MayRead,
+    PartitionAcks,
+    PartitionAnswer,
+    ShareAnswer,
+    ShareFetchParams,
+)
+
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
+_GROUP_DENIED = "Group authorization failed."  # Kafka's message for the code
 
 
 def _ms(value: Any) -> int:
@@ -38,17 +48,44 @@ def _disabled(ctx: RequestContext) -> bool:
 _NOT_ENABLED = "The share group protocol is not enabled."
 
 
+def _group_refused(ctx: RequestContext, group_id: str | None) -> ShareAnswer | None:
+    """Kafka's first check: READ on the group, else GROUP_AUTHORIZATION_FAILED for all."""
+    if ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id or ""):
+        return None
+    return ShareAnswer(GROUP_AUTHORIZATION_FAILED, _GROUP_DENIED)
+
+
+def _topic_reader(ctx: RequestContext) -> MayRead:
+    """Whether the principal may READ a topic, decided once per topic for this request (None
+    without an authorizer): the share service answers the others TOPIC_AUTHORIZATION_FAILED."""
+    if not ctx.authorizing:
+        return None
+    decided: dict[str, bool] = {}
+
+    def may_read(name: str) -> bool:
+        allowed = decided.get(name)
+        if allowed is None:
+            allowed = decided[name] = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
+        return allowed
+
+    return may_read
+
+
 @api(78, 1, 1)
 async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     if _disabled(ctx):
         return _encode(ctx, ShareAnswer(ErrorCode.unsupported_version.value, _NOT_ENABLED),
                        fetch=True)
+    refused = _group_refused(ctx, req.group_id)
+    if refused is not None:
+        return _encode(ctx, refused, fetch=True)
     params = ShareFetchParams(
         group_id=req.group_id or "", member_id=req.member_id or "",
         epoch=req.share_session_epoch, max_wait_ms=_ms(req.max_wait),
         min_bytes=req.min_bytes, max_bytes=req.max_bytes, max_records=req.max_records,
         batch_size=req.batch_size, topics=_acks(req.topics),
-        forgotten=[(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions])
+        forgotten=[(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions],
+        may_read=_topic_reader(ctx))
     if not params.group_id or not params.member_id:
         return _encode(ctx, ShareAnswer(ErrorCode.invalid_request.value,
                                         "group id and member id must be set"), fetch=True)
@@ -64,12 +101,16 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     if _disabled(ctx):
         return _encode(ctx, ShareAnswer(ErrorCode.unsupported_version.value, _NOT_ENABLED),
                        fetch=False)
+    refused = _group_refused(ctx, req.group_id)
+    if refused is not None:
+        return _encode(ctx, refused, fetch=False)
     group, member = req.group_id or "", req.member_id or ""
     if not group or not member:
         return _encode(ctx, ShareAnswer(ErrorCode.invalid_request.value,
                                         "group id and member id must be set"), fetch=False)
     answer = await ctx.services.shares.acknowledge(ctx.cluster, group, member,
-                                                   req.share_session_epoch, _acks(req.topics))
+                                                   req.share_session_epoch, _acks(req.topics),
+                                                   _topic_reader(ctx))
     return _encode(ctx, answer, fetch=False)
 
 

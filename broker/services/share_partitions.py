@@ -32,7 +32,7 @@ from kafkette.coordinator.share.persister import (
 )
 from kafkette.storage.topics import TopicInfo
 
-from ..share.share_partition import SharePartition
+from ..share.share_partition import SharePartition, StateCounts
 from .record_service import EARLIEST, LATEST, RecordService
 
 log = logging.getLogger("kafkette.share")
@@ -51,6 +51,17 @@ class PartitionRead:
     partition_max_bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class SharePartitionSnapshot:
+    """A loaded share-partition's figures at one moment: its start offset (SPSO), the end of
+    its in-flight window (one past the SPEO) and its in-flight records by state."""
+
+    key: SharePartitionKey
+    start_offset: int
+    end_offset: int
+    counts: StateCounts
+
+
 class SharePartitions:
     def __init__(self, clock: Clock, persister: Persister,
                  has_sessions: Callable[[str], bool]) -> None:
@@ -66,6 +77,12 @@ class SharePartitions:
 
     def get(self, key: SharePartitionKey) -> SharePartition | None:
         return self._partitions.get(key)
+
+    def snapshot(self, group_id: str | None = None) -> list[SharePartitionSnapshot]:
+        """Read-only figures of the share-partitions loaded in memory (of one group, or all)."""
+        return [SharePartitionSnapshot(key, sp.start_offset, sp.end_offset, sp.state_counts())
+                for key, sp in list(self._partitions.items())
+                if group_id is None or key.group_id == group_id]
 
     # Loading ---------------------------------------------------------------------------------------
     async def load(self, key: SharePartitionKey, topic: TopicInfo, records: RecordService, *,

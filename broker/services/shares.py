@@ -47,7 +47,7 @@ from ..share.sessions import (
 from ..share.share_partition import INVALID_REQUEST, AcquiredRange, SharePartition
 from .cluster import ClusterInfo
 from .record_service import EARLIEST, RecordService
-from .share_partitions import PartitionRead, SharePartitions
+from .share_partitions import PartitionRead, SharePartitions, SharePartitionSnapshot
 from .topic_service import TopicService
 
 log = logging.getLogger("kafkette.share")
@@ -56,6 +56,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 COORDINATOR_NOT_AVAILABLE = 15
 UNKNOWN_TOPIC_ID = 100
+TOPIC_AUTHORIZATION_FAILED = 29
 FENCED_STATE_EPOCH = 124
 LEADER_EPOCH = 0
 _FIRST_READ_BYTES = 64 * 1024
@@ -74,6 +75,8 @@ PartitionAcks = tuple[uuid.UUID, int, Sequence[AckBatch]]
 # Registers a callback run when the request's connection closes, under a key (a new
 # registration under the same key replaces the old one).
 WhenClosed = Callable[[Hashable, Callable[[], object]], object]
+# topic name -> whether the request's principal may READ it (None: no authorizer)
+MayRead = Callable[[str], bool] | None
 
 
 @dataclass(slots=True)
@@ -110,6 +113,9 @@ class ShareFetchParams:
     batch_size: int
     topics: Sequence[PartitionAcks]  # every partition named, with its acks (maybe none)
     forgotten: Sequence[tuple[uuid.UUID, int]] = ()
+    # A session partition of a topic it may not READ answers TOPIC_AUTHORIZATION_FAILED (its
+    # acknowledgements too) and is neither fetched nor waited on, as Kafka's KafkaApis.
+    may_read: MayRead = None
 
 
 class ShareService:
@@ -128,6 +134,10 @@ class ShareService:
     @property
     def persister(self) -> Persister:
         return self.partitions.persister
+
+    def snapshot(self, group_id: str | None = None) -> list[SharePartitionSnapshot]:
+        """The loaded share-partitions' figures (see ``SharePartitions.snapshot``)."""
+        return self.partitions.snapshot(group_id)
 
     def _has_sessions(self, group_id: str) -> bool:
         return any(cache.has_group(group_id) for cache in self._sessions.values())
@@ -189,7 +199,8 @@ class ShareService:
             session.forget(list(req.forgotten))
         answer = ShareAnswer(lock_ms=lock_ms)
         answers: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
-        await self._acknowledge(cluster, group, member, with_acks, answers, answer)
+        await self._acknowledge(cluster, group, member, with_acks, answers, answer,
+                                req.may_read)
         if req.epoch == FINAL_EPOCH:
             self._end(cache, session)
             answer.partitions = list(answers.values())
@@ -203,8 +214,9 @@ class ShareService:
         while True:
             got, waits_on = await self._acquire(cluster, records, group, member, order, req,
                                                 lock_ms, answers, answer)
-            failed = any(a.error for a in answers.values())
-            if got or failed or loop.time() >= deadline:
+            failed = any(a.error for a in answers.values()
+                         if a.error != TOPIC_AUTHORIZATION_FAILED)
+            if got or failed or loop.time() >= deadline or (not waits_on and answers):
                 break
             await self.partitions.wait(records, waits_on, deadline - loop.time())
             if cache.get(group, member) is not session:
@@ -229,6 +241,9 @@ class ShareService:
                 ans = answers[(tid, p)] = PartitionAnswer(tid, p)
             topic = self._resolve(cluster, records, tid, p, ans, answer)
             if topic is None:
+                continue
+            if req.may_read is not None and not req.may_read(topic.name):
+                ans.error = TOPIC_AUTHORIZATION_FAILED
                 continue
             waits_on.append((topic, p))
             if remaining <= 0:
@@ -323,7 +338,8 @@ class ShareService:
 
     # ShareAcknowledge ------------------------------------------------------------------------------
     async def acknowledge(self, cluster: ClusterInfo, group: str, member: str, epoch: int,
-                          acks: Sequence[PartitionAcks]) -> ShareAnswer:
+                          acks: Sequence[PartitionAcks], may_read: MayRead = None
+                          ) -> ShareAnswer:
         cache = self.sessions(cluster.node_id)
         lock_ms = self.lock_ms(group)
         if epoch == INITIAL_EPOCH:
@@ -336,7 +352,7 @@ class ShareService:
         answer = ShareAnswer(lock_ms=lock_ms)
         answers: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
         await self._acknowledge(cluster, group, member, [a for a in acks if a[2]], answers,
-                                answer)
+                                answer, may_read)
         for tid, p, _ in acks:  # every partition named is answered
             answers.setdefault((tid, p), PartitionAnswer(tid, p))
         if epoch == FINAL_EPOCH:
@@ -347,7 +363,7 @@ class ShareService:
     async def _acknowledge(self, cluster: ClusterInfo, group: str, member: str,
                            acks: Sequence[PartitionAcks],
                            answers: dict[tuple[uuid.UUID, int], PartitionAnswer],
-                           answer: ShareAnswer) -> None:
+                           answer: ShareAnswer, may_read: MayRead = None) -> None:
         """Apply each partition's acknowledgements and wait until they are durable; a partition
         that fails keeps its records as they were (its ack error says why)."""
         merged: dict[tuple[uuid.UUID, int], list[AckBatch]] = {}
@@ -361,6 +377,9 @@ class ShareService:
             topic = self._topics.get_by_id(tid)
             if topic is None:
                 ans.ack_error = UNKNOWN_TOPIC_ID
+                continue
+            if may_read is not None and not may_read(topic.name):
+                ans.ack_error = TOPIC_AUTHORIZATION_FAILED
                 continue
             leader = cluster.leader(topic.name, p)
             if leader != cluster.node_id:

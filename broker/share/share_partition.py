@@ -66,6 +66,15 @@ class LogBatch(NamedTuple):
     aborted: bool = False  # read_committed: data of an aborted transaction
 
 
+class StateCounts(NamedTuple):
+    """How many in-flight records (start offset to end offset) are in each state."""
+
+    available: int
+    acquired: int
+    acknowledged: int
+    archived: int
+
+
 class AcquiredRange(NamedTuple):
     first_offset: int
     last_offset: int
@@ -197,6 +206,12 @@ class SharePartition:
     def acquired_by(self, member: str) -> int:
         return sum(1 for i, o in enumerate(self._owners)
                    if o == member and self._states[i] == ACQUIRED)
+
+    def state_counts(self) -> StateCounts:
+        """The in-flight records by state (read only: the admin console and metrics)."""
+        states = self._states
+        return StateCounts(states.count(AVAILABLE), states.count(ACQUIRED),
+                           states.count(ACKNOWLEDGED), states.count(ARCHIVED))
 
     @property
     def has_acquired(self) -> bool:
