@@ -27,7 +27,8 @@ from .security.config_keys import TLS_PROTOCOLS
 from .security.tls import TlsConfigError, server_context, tls_factory
 
 if TYPE_CHECKING:
-    from .config import BrokerConfig, Listener
+    from .config import BrokerConfig
+    from .config_def import Listener
 
 ProtocolFactory = Callable[[], asyncio.Protocol]
 _request_log = logging.getLogger("kafkette.requests")  # broker/request_log.py's

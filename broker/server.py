@@ -16,7 +16,8 @@ from .boot import EarlyListener, StartupError, bind
 from .cluster.faults import FaultRegistry
 from .cluster.node_control import NodeControl
 from .cluster.nodes import ClusterNodes
-from .config import BrokerConfig, Listener
+from .config import BrokerConfig
+from .config_def import Listener
 from .connection import KafkaConnection
 from .connection_limits import ConnectionLimits
 from .security.acl_store import AclStore, authorizer_configured

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..boot import StartupError, listen_failure
-from ..config import ConfigError
+from ..config_def import ConfigError
 
 if TYPE_CHECKING:
     from .http_server import AdminServer

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from ..admin import admin_address
 from ..boot import StartupError, listen_early
-from ..config import CONFIG_KEYS, DEFAULTS, BrokerConfig, ConfigError
+from ..config import BrokerConfig
+from ..config_def import CONFIG_KEYS, DEFAULTS, ConfigError
 from ..dev_preset import dev_settings
 from . import gc_tuning
 from .loop import loop_name, run

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.build import item_type, make
 from kafkette.storage.topic_config import LIST, TOPIC_CONFIGS
 
-from ..config import config_key
+from ..config_def import config_key
 from ..context import RequestContext
 from ..routes import api
 from ..security.acl import AclOperation

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from ..config import BrokerConfig, ConfigError, parse_value
+from ..config import BrokerConfig
+from ..config_def import ConfigError, parse_value
 from ..services.config_file import read_config_file, write_config_file
 from .acl import AclBinding, AclFilter, validation_error
 from .authorizer import StandardAuthorizer, parse_super_users

@@ -26,7 +26,8 @@ from kio.schema.errors import ErrorCode
 from kafkette.storage.topic_config import TOPIC_CONFIGS
 from kafkette.storage.topics import LogManager
 
-from ..config import DEFAULTS, NO_EFFECT_KEYS, BrokerConfig, ConfigError, config_key, parse_value
+from ..config import BrokerConfig
+from ..config_def import DEFAULTS, NO_EFFECT_KEYS, ConfigError, config_key, parse_value
 from .config_file import read_config_file, write_config_file
 from .errors import ServiceError
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from kafkette.storage.topic_config import BOOLEAN, INT, LONG, STRING, TOPIC_CONFIGS, effective_value
 
-from ..config import DEFAULTS, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC
+from ..config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC
+from ..config_def import DEFAULTS
 from ..security.config_keys import is_password
 from .broker_configs import is_dynamic
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from kafkette.storage.recovery import write_durably
 
-from ..config import ConfigError
+from ..config_def import ConfigError
 
 
 def read_config_file(path: Path) -> dict[str, Any] | None:

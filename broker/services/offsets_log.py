@@ -105,7 +105,7 @@ def consumer_group_config(config: Any) -> Any:
     """group.consumer.* and group.coordinator.rebalance.protocols, validated (ConfigError)."""
     from kafkette.coordinator.group.consumer.consumer_group_config import ConsumerGroupConfig
 
-    from ..config import ConfigError
+    from ..config_def import ConfigError
 
     try:
         return ConsumerGroupConfig.from_config(config.__getitem__)
@@ -117,7 +117,7 @@ def share_group_config(config: Any) -> Any:
     """group.share.* and share.version, validated (ConfigError)."""
     from kafkette.coordinator.group.share.share_config import ShareGroupConfig
 
-    from ..config import ConfigError
+    from ..config_def import ConfigError
 
     try:
         return ShareGroupConfig.from_config(config.get)

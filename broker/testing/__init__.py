@@ -40,7 +40,8 @@ from typing import Any
 
 import pytest
 
-from ..config import BrokerConfig, ConfigError
+from ..config import BrokerConfig
+from ..config_def import ConfigError
 from .broker_handle import KafkaBroker, KafkaCluster
 from .runners import TEST_DEFAULTS, BrokerProcess, ThreadedBroker, dotted_keys, test_config
 

@@ -4,7 +4,7 @@ pytest-kafka-broker's methods and aiokafka client factories, and everything of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .runners import ThreadedBroker
@@ -14,12 +14,18 @@ class BrokerSettings(dict[str, str]):
     """The test broker's config (``kafka_broker.config["log.dirs"]``); called, the librdkafka
     client config for the broker, as pytest-kafka-broker's ``kafka_broker.config(extra)``."""
 
-    def __init__(self, settings: Mapping[str, str], bootstrap: str) -> None:
+    def __init__(self, settings: Mapping[str, str], bootstrap: str,
+                 client_config: Callable[[Mapping[str, Any] | None], dict[str, Any]] | None = None
+                 ) -> None:
         super().__init__(settings)
         self.bootstrap = bootstrap
+        # a secured broker's client settings (TLS files, SASL login), else PLAINTEXT's
+        self.client_config = client_config
 
     def __call__(self, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """librdkafka client config for this broker, on top of ``config``."""
+        if self.client_config is not None:
+            return self.client_config(config)
         return {**(config or {}), "bootstrap.servers": self.bootstrap,
                 "security.protocol": "PLAINTEXT"}
 

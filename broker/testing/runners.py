@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from ..config import CONFIG_KEYS
+from ..config_def import CONFIG_KEYS
 from ..dev_preset import dev_settings
 
 if TYPE_CHECKING:  # imported when a broker starts: the pytest plugin imports this module

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from .broker_handle import KafkaBroker
+from .broker_handle import BrokerSettings, KafkaBroker
 from .certificates import CertificateFiles, TestCA
 from .runners import ThreadedBroker
 
@@ -117,8 +117,10 @@ class SecureKafkaBroker(KafkaBroker):
         out.update(config or {})
         return out
 
-    def config(self, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return self.confluent_config(config)
+    @property
+    def config(self) -> BrokerSettings:
+        """The broker's config; ``.config(extra)`` is the librdkafka client config (secured)."""
+        return BrokerSettings(self.runner.config, str(self), self.confluent_config)
 
     # aiokafka -----------------------------------------------------------------------------------
     def aiokafka_settings(self, *, user: str | None = None, password: str | None = None,

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from kafkette.broker.config import ConfigError
+from kafkette.broker.config_def import ConfigError
 from kafkette.broker.server import Broker
 
 from .conftest import GROUP, TOPIC, LiveGroup, get, get_json

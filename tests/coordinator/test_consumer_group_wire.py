@@ -383,7 +383,7 @@ def test_offsets_of_an_empty_consumer_group_expire_and_the_group_goes(make_env):
     {"group.consumer.assignors": "sticky"},
 ])
 def test_bad_consumer_group_configs_stop_the_broker_at_start(tmp_path, overrides):
-    from kafkette.broker.config import ConfigError
+    from kafkette.broker.config_def import ConfigError
     from kafkette.broker.testing import ThreadedBroker, test_config
 
     with pytest.raises(ConfigError):

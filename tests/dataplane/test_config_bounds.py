@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafkette.broker.config import BrokerConfig, ConfigError
+from kafkette.broker.config import BrokerConfig
+from kafkette.broker.config_def import ConfigError
 from kafkette.protocol.codec import request_type
 from tests.dataplane.test_wire import create_topic
 from tests.wire import WireClient, entity

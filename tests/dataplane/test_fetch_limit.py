@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.broker.config import DEFAULTS
+from kafkette.broker.config_def import DEFAULTS
 from kafkette.broker.services.record_service import FETCH_MAX_BYTES
 from kafkette.protocol.codec import request_type
 from kafkette.protocol.records import build_batch

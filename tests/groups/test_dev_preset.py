@@ -144,6 +144,6 @@ async def test_the_plugin_broker_forms_a_classic_aiokafka_group_of_ten_at_once(k
 
 @pytest.mark.parametrize("key", sorted(DEV_PRESET))
 def test_every_preset_key_is_kafkas(key):
-    from kafkette.broker.config import CONFIG_KEYS
+    from kafkette.broker.config_def import CONFIG_KEYS
 
     assert key.startswith("group.") and (key in CONFIG_KEYS or key.startswith("group.share."))

@@ -9,7 +9,8 @@ import ssl
 
 import pytest
 
-from kafkette.broker.config import BrokerConfig, ConfigError
+from kafkette.broker.config import BrokerConfig
+from kafkette.broker.config_def import ConfigError
 from kafkette.broker.server import Broker, StartupError
 from kafkette.broker.testing.certificates import TestCA
 from kafkette.protocol.codec import decode_response

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from kafkette.broker.config import BrokerConfig, ConfigError, read_properties
+from kafkette.broker.config import BrokerConfig, read_properties
+from kafkette.broker.config_def import ConfigError
 from tests.wire import WireClient
 
 

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from kafkette.broker.config import BrokerConfig, ConfigError, parse_value
+from kafkette.broker.config import BrokerConfig
+from kafkette.broker.config_def import ConfigError, parse_value
 from kafkette.broker.testing import BrokerProcess
 from tests.spine.test_cli import start
 
@@ -120,7 +121,7 @@ def test_a_bad_listener_says_what_is_wrong_with_it(tmp_path, listeners, message)
 
 
 def test_a_listener_name_that_is_no_url_scheme_still_has_its_port():
-    from kafkette.broker.config import Listener, parse_listeners
+    from kafkette.broker.config_def import Listener, parse_listeners
 
     assert parse_listeners("SASL_PLAINTEXT://127.0.0.1:9094,INTERNAL_2://:0") == [
         Listener("SASL_PLAINTEXT", "127.0.0.1", 9094), Listener("INTERNAL_2", "0.0.0.0", 0)]
@@ -207,14 +208,15 @@ def test_validation_table_types_ranges_and_synonyms():
 def test_topic_synonyms_are_checked_though_loaded_only_when_supplied():
     # broker/config.py imports storage.topic_config only when a key outside CONFIG_KEYS and
     # DEFAULTS is looked up; a synonym with a default must therefore be listed in CONFIG_KEYS.
-    from kafkette.broker.config import CONFIG_KEYS, DEFAULTS
+    from kafkette.broker.config_def import CONFIG_KEYS, DEFAULTS
     from kafkette.storage.topic_config import TOPIC_CONFIGS
 
     synonyms = {d.synonym for d in TOPIC_CONFIGS.values() if d.synonym}
     assert [key for key in DEFAULTS if key in synonyms and key not in CONFIG_KEYS] == []
     code = """
 import sys
-from kafkette.broker.config import BrokerConfig, ConfigError
+from kafkette.broker.config import BrokerConfig
+from kafkette.broker.config_def import ConfigError
 assert BrokerConfig({"node.id": "2"}).validate() == []
 assert "kafkette.storage.topic_config" not in sys.modules
 assert BrokerConfig({"log.roll.jitter.ms": "5", "typo.key": "1"}).validate() == ["typo.key"]

@@ -1,6 +1,6 @@
 """Consumer group protocol configs, Kafka 4.0 names and defaults (KIP-848 §8).
 
-``DEFAULTS`` is meant to be merged into ``broker.config.DEFAULTS``; ``ConsumerGroupConfig.
+``DEFAULTS`` is meant to be merged into ``broker.config_def.DEFAULTS``; ``ConsumerGroupConfig.
 from_config(get)`` reads and validates them from any ``name -> str`` getter (BrokerConfig's
 ``__getitem__``), raising ValueError with a message naming the config.
 """

@@ -1,5 +1,5 @@
 """Consumer group protocol configs, Kafka 4.0 names and defaults (KIP-848 §8), as plain data:
-``broker.config.DEFAULTS`` merges them in before the broker's listeners are up (broker/boot.py),
+``broker.config_def.DEFAULTS`` merges them in before the broker's listeners are up (broker/boot.py),
 so this module imports nothing. ``config.ConsumerGroupConfig`` reads and validates them.
 """
 

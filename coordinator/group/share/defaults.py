@@ -1,5 +1,5 @@
 """Share group coordinator configs, Kafka 4.2 names and defaults (KIP-932), as plain data:
-``broker.config.DEFAULTS`` merges them in, so this module imports nothing.
+``broker.config_def.DEFAULTS`` merges them in, so this module imports nothing.
 ``share_config.ShareGroupConfig`` reads and validates them.
 """
 
