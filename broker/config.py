@@ -1,9 +1,9 @@
-"""Broker configuration with Kafka's config names and defaults.
+"""The broker's configuration: ``BrokerConfig``, the values from every source (defaults, the
+properties file, ``KAFKETTE_CFG_*``, ``--override``, dynamic configs) in Kafka's precedence.
 
-Defaults are Apache Kafka's, except where a dev broker should differ (noted inline).
-Each component reads its own keys. A new key goes into ``DEFAULTS`` with Kafka's default and
-into ``CONFIG_KEYS`` with its type and check (Kafka's ``ConfigDef``); ``validate()`` checks
-every supplied value against it at start, with Kafka's wording.
+The keys themselves (Kafka's defaults, types and checks) are in ``config_def.py``; each
+component reads its own keys; ``validate()`` checks every supplied value at start, with
+Kafka's wording.
 """
 
 from __future__ import annotations
