@@ -126,9 +126,11 @@ class AdminClient(WireClient):
 
     def find_coordinator(self, group: str) -> tuple[int, str, int]:
         """(node id, host, port) of the group's coordinator."""
-        _, r = self.call(FIND_COORDINATOR, key=group, key_type=0)
-        _check(f"FindCoordinator {group!r}", r.error_code)
-        return int(r.node_id), r.host, int(r.port)
+        version, r = self.call(FIND_COORDINATOR, key=group, key_type=0,
+                               coordinator_keys=(group,))
+        found = r.coordinators[0] if version >= 4 else r  # v4+: one entry per key asked
+        _check(f"FindCoordinator {group!r}", found.error_code)
+        return int(found.node_id), found.host, int(found.port)
 
     def brokers(self) -> dict[int, tuple[str, int]]:
         """Node id -> (host, port) of every live broker."""

@@ -54,7 +54,9 @@ def members(w: WireClient, group: str) -> list[str]:
 def test_group_configs_are_described_set_kept_and_applied(kafka_broker_factory):
     clock = ManualClock()
     # the broker's default heartbeat, pinned: a group's own must differ from it
-    broker = kafka_broker_factory(clock=clock, **{"group.consumer.heartbeat.interval.ms": "500"})
+    broker = kafka_broker_factory(clock=clock, **{"group.consumer.heartbeat.interval.ms": "500",
+                                                  "group.share.heartbeat.interval.ms": "500",
+                                                  "group.share.record.lock.duration.ms": "30000"})
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     defaults = describe(admin, "quick")  # a group that does not exist
     assert defaults == {
