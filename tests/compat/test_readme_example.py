@@ -34,6 +34,7 @@ import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 ROOT = Path(__file__).parents[2]
 
@@ -49,7 +50,61 @@ RUN_ELSEWHERE = {
     # The admin server's HTTP endpoints, fetched over HTTP by the admin tests.
     "curl -s localhost:9644/metrics | grep kafka_consumergroup_lag": "tests/admin/test_metrics.py",
     "curl -s localhost:9644/v1/groups/billing | python -m json.tool": "tests/admin/test_server.py",
+    "curl -s localhost:9644/v1/groups/workers | python -m json.tool":
+        "tests/admin/test_share_groups.py",
+    "curl -s http://127.0.0.1:9644/v1/clients | python -m json.tool":
+        "tests/telemetry/test_client_telemetry.py",
+    "curl -s http://127.0.0.1:9644/metrics | grep kafkette_client_metric":
+        "tests/telemetry/test_client_telemetry.py",
 }
+
+# README's commands of the other tools: the test that runs each tool, and its parser, which must
+# accept the command line README shows.
+TOOL_TESTS = {
+    "topics": "tests/clitools/test_client_tools.py",
+    "console-producer": "tests/clitools/test_client_tools.py",
+    "console-consumer": "tests/clitools/test_client_tools.py",
+    "share-groups": "tests/share_state/test_cli.py",
+    "acls": "tests/security/test_acls_command.py",
+    "configs": "tests/quotas/test_configs_command.py",
+    "client-metrics": "tests/telemetry/test_client_telemetry.py",
+    "--version": "tests/clitools/test_client_tools.py",
+}
+
+
+def _tool_parser(tool: str, argv: list[str]) -> Any:
+    from kafkette.broker.cli import (
+        acls_command,
+        client_metrics_command,
+        client_quota_configs,
+        configs_command,
+        console_consumer,
+        console_producer,
+        share_groups_command,
+        topics_command,
+    )
+
+    if tool == "configs":
+        module: Any = client_quota_configs if client_quota_configs.handles(argv) \
+            else configs_command
+    else:
+        module = {"topics": topics_command, "console-producer": console_producer,
+                  "console-consumer": console_consumer, "share-groups": share_groups_command,
+                  "acls": acls_command, "client-metrics": client_metrics_command}[tool]
+    return module.build_parser()
+
+
+def _tool_of(command: str) -> str | None:
+    """The kafkette tool a README command runs (after a pipe too), if one of TOOL_TESTS."""
+    return _tool_words(command)[0]
+
+
+def _tool_words(command: str) -> tuple[str | None, list[str]]:
+    for segment in command.split("|"):
+        words = shlex.split(segment)
+        if words[:1] == ["kafkette"] and len(words) > 1 and words[1] in TOOL_TESTS:
+            return words[1], words[2:]
+    return None, []
 
 
 def readme_commands() -> list[str]:
@@ -85,6 +140,12 @@ def test_readme_lists_the_commands_this_file_runs():
         if command in RUN_ELSEWHERE:
             where = RUN_ELSEWHERE[command].split(" ")[0]
             assert (ROOT / where).exists(), where
+        elif (tool := _tool_of(command)) is not None:
+            test_file = TOOL_TESTS[tool]
+            assert tool.lstrip("-") in (ROOT / test_file).read_text(), (command, test_file)
+            if tool != "--version":
+                argv = _tool_words(command)[1]
+                _tool_parser(tool, argv).parse_args(argv)  # a flag it lacks raises
         elif not _admin_api_command(command):
             assert words[:2] in (["kafkette", "serve"], ["kafkette", "groups"]), command
 
