@@ -50,6 +50,8 @@ class ShareStateService:
         self._prune: asyncio.Future | None = None
         # partition -> its log end offset right after its last prune (nothing new since: skip)
         self._pruned_end: dict[int, int] = {}
+        # one prune at a time (the timer's and a caller's): a second waits, then finds it done
+        self._pruning = asyncio.Lock()
 
     async def start_if_exists(self) -> None:
         """At broker start: load the coordinator when ``__share_group_state`` exists."""
@@ -129,23 +131,24 @@ class ShareStateService:
         if coord is None:
             return 0
         pruned = 0
-        for p in range(coord.num_partitions):
-            plog = self._logs.get_partition(SHARE_STATE_TOPIC, p)
-            if plog is None:
-                continue
-            start, end = plog.log_start_offset, plog.high_watermark
-            if end == start or self._pruned_end.get(p) == end:
-                continue
-            try:
-                await coord.snapshot_partition(p)  # issued now: every record below end is older
-                new_start = await self._logs.delete_records(SHARE_STATE_TOPIC, p, end)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - loading, or a failed append: next time
-                log.info("pruning __share_group_state-%d skipped: %r", p, exc)
-                continue
-            self._pruned_end[p] = plog.high_watermark
-            pruned += new_start - start
+        async with self._pruning:
+            for p in range(coord.num_partitions):
+                plog = self._logs.get_partition(SHARE_STATE_TOPIC, p)
+                if plog is None:
+                    continue
+                start, end = plog.log_start_offset, plog.high_watermark
+                if end == start or self._pruned_end.get(p) == end:
+                    continue
+                try:
+                    await coord.snapshot_partition(p)  # issued now: every record below end is older
+                    new_start = await self._logs.delete_records(SHARE_STATE_TOPIC, p, end)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - loading, or a failed append: next time
+                    log.info("pruning __share_group_state-%d skipped: %r", p, exc)
+                    continue
+                self._pruned_end[p] = plog.high_watermark
+                pruned += new_start - start
         if pruned:
             log.debug("pruned %d records of __share_group_state", pruned)
         return pruned

@@ -54,7 +54,8 @@ def test_members_share_a_single_partition(env932):
     a, b, c = env.member("a"), env.member("b"), env.member("c")
     ra = join(a, g, "A")
     assert (ra.error_code, ra.member_id, ra.member_epoch) == (ErrorCode.none, "A", 1)
-    assert ra.heartbeat_interval == timedelta(milliseconds=500)
+    interval_ms = env.broker.broker.config.get_int("group.share.heartbeat.interval.ms")
+    assert ra.heartbeat_interval == timedelta(milliseconds=interval_ms)
     assert assigned(ra) == {env.broker.broker.logs.topic("t").topic_id: {0}}
     rb, rc = join(b, g, "B"), join(c, g, "C")
     assert (rb.member_epoch, rc.member_epoch) == (2, 3)
