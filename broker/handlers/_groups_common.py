@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
 
 from kafkette.coordinator.group.group_service import GroupCoordinator
 from kafkette.coordinator.group.unavailable import unavailable_coordinator
@@ -19,6 +21,33 @@ if TYPE_CHECKING:
 
 ZERO = timedelta(0)
 _MS = timedelta(milliseconds=1)
+
+
+@lru_cache(maxsize=64)
+def interval(interval_ms: int) -> timedelta:
+    """A heartbeat interval as the response field's timedelta (few distinct values: cached)."""
+    return timedelta(milliseconds=interval_ms)
+
+
+def modern_heartbeat_response(types: tuple[type, type, type], answer: Any) -> Any:
+    """A ConsumerGroupHeartbeat / ShareGroupHeartbeat response from the coordinator's
+    (error, message, result): ``types`` are the response, its assignment and topic-partitions
+    classes of the request's version. Built directly (not with ``make``): every field is set."""
+    code, message, result = answer
+    response_cls, assignment_cls, tp_cls = types
+    if result is None:
+        return response_cls(throttle_time=ZERO, error_code=ErrorCode(code),
+                            error_message=message, member_id=None, member_epoch=0,
+                            heartbeat_interval=ZERO, assignment=None)
+    assignment = None
+    if result.assignment is not None:
+        assignment = assignment_cls(topic_partitions=tuple(
+            tp_cls(topic_id=tid, partitions=tuple(sorted(ps)))
+            for tid, ps in sorted(result.assignment.items())))
+    return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
+                        member_id=result.member_id, member_epoch=result.member_epoch,
+                        heartbeat_interval=interval(result.heartbeat_interval_ms),
+                        assignment=assignment)
 
 
 def ms(value: timedelta | int) -> int:

@@ -6,7 +6,6 @@ Kafka 4.0 does.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from functools import cache, lru_cache, partial
 from typing import Any
 
@@ -20,7 +19,14 @@ from kafkette.protocol.codec import response_type
 from ..context import RequestContext
 from ..routes import api
 from ..security.acl import AclOperation, ResourceType
-from ._groups_common import ZERO, coordinator, ms, respond_with
+from ._groups_common import (
+    ZERO,
+    coordinator,
+    interval,
+    modern_heartbeat_response,
+    ms,
+    respond_with,
+)
 from .groups import AUTH_OPS_OMITTED
 
 
@@ -82,18 +88,13 @@ def _heartbeat_types(version: int) -> tuple[type, type, type]:
     return response_cls, assignment_cls, item_type(assignment_cls, "topic_partitions")
 
 
-@lru_cache(maxsize=64)
-def _interval(interval_ms: int) -> timedelta:
-    return timedelta(milliseconds=interval_ms)
-
-
 @lru_cache(maxsize=4096)
 def _steady_response(version: int, member_id: str, member_epoch: int, interval_ms: int):
     """The answer without an assignment (immutable, so one object per member and epoch)."""
     response_cls = _heartbeat_types(version)[0]
     return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
                         member_id=member_id, member_epoch=member_epoch,
-                        heartbeat_interval=_interval(interval_ms), assignment=None)
+                        heartbeat_interval=interval(interval_ms), assignment=None)
 
 
 def _heartbeat_response(version: int, answer: Any):
@@ -104,20 +105,7 @@ def _heartbeat_response(version: int, answer: Any):
         # (ids are client-chosen: only ordinary ones are kept, so the cache stays small)
         return _steady_response(version, result.member_id, result.member_epoch,
                                 result.heartbeat_interval_ms)
-    response_cls, assignment_cls, tp_cls = _heartbeat_types(version)
-    if result is None:
-        return response_cls(throttle_time=ZERO, error_code=ErrorCode(code),
-                            error_message=message, member_id=None, member_epoch=0,
-                            heartbeat_interval=ZERO, assignment=None)
-    assignment = None
-    if result.assignment is not None:
-        assignment = assignment_cls(topic_partitions=tuple(
-            tp_cls(topic_id=tid, partitions=tuple(sorted(ps)))
-            for tid, ps in sorted(result.assignment.items())))
-    return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
-                        member_id=result.member_id, member_epoch=result.member_epoch,
-                        heartbeat_interval=_interval(result.heartbeat_interval_ms),
-                        assignment=assignment)
+    return modern_heartbeat_response(_heartbeat_types(version), answer)
 
 
 @api(69, 0, 1)

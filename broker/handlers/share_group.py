@@ -5,8 +5,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from functools import cache, lru_cache, partial
+from functools import cache, partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -19,7 +18,7 @@ from kafkette.protocol.codec import response_type
 from ..context import RequestContext
 from ..routes import api
 from ..security.acl import AclOperation, ResourceType
-from ._groups_common import ZERO, coordinator, respond_with
+from ._groups_common import ZERO, coordinator, modern_heartbeat_response, respond_with
 from .groups import AUTH_OPS_OMITTED
 
 _HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
@@ -62,27 +61,8 @@ def _heartbeat_types(version: int) -> tuple[type, type, type]:
     return response_cls, assignment_cls, item_type(assignment_cls, "topic_partitions")
 
 
-@lru_cache(maxsize=64)
-def _interval(interval_ms: int) -> timedelta:
-    return timedelta(milliseconds=interval_ms)
-
-
 def _heartbeat_response(version: int, answer: Any):
-    code, message, result = answer
-    response_cls, assignment_cls, tp_cls = _heartbeat_types(version)
-    if result is None:
-        return response_cls(throttle_time=ZERO, error_code=ErrorCode(code),
-                            error_message=message, member_id=None, member_epoch=0,
-                            heartbeat_interval=ZERO, assignment=None)
-    assignment = None
-    if result.assignment is not None:
-        assignment = assignment_cls(topic_partitions=tuple(
-            tp_cls(topic_id=tid, partitions=tuple(sorted(ps)))
-            for tid, ps in sorted(result.assignment.items())))
-    return response_cls(throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
-                        member_id=result.member_id, member_epoch=result.member_epoch,
-                        heartbeat_interval=_interval(result.heartbeat_interval_ms),
-                        assignment=assignment)
+    return modern_heartbeat_response(_heartbeat_types(version), answer)
 
 
 @api(77, 1, 1)
