@@ -58,6 +58,9 @@ DEFAULTS: dict[str, str] = {
     "message.max.bytes": "1048588",
     # kafkette's own: HOST:PORT of the admin HTTP server (metrics, console); empty = off.
     "admin.listener": "",
+    # kafkette's own: when set, the admin server asks every request for this token (Bearer, or
+    # basic auth with it as password)
+    "admin.auth.token": "",
     # Storage (Kafka defaults).
     "log.segment.bytes": "1073741824",
     "log.retention.ms": "604800000",

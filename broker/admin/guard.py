@@ -8,15 +8,25 @@ server: ``localhost``, a loopback address, the address it was bound to, or, boun
 interface (0.0.0.0 or ::), any IP address or this machine's own name. An IP address in Host cannot
 be rebound. Anything else is answered 403.
 
+A state change (POST, PUT, PATCH, DELETE) is refused 403 when it comes from a web page of
+another origin (its ``Origin`` header names another host and port than ``Host``), and one that
+carries a body must say ``Content-Type: application/json``, which a page of another origin cannot
+send without the browser asking first (415 otherwise). With ``admin.auth.token`` set, every
+request needs ``Authorization: Bearer <token>`` or basic auth with the token as password (any
+user name; a browser asks for it once and the console keeps working); 401 otherwise.
+
 Errors of the JSON API (``/v1/...``) are JSON: ``{"error": "one line"}`` with the HTTP status.
 """
 
 from __future__ import annotations
 
+import base64
+import hmac
 import ipaddress
 import logging
 import socket
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -68,7 +78,48 @@ def json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
-def guard(check: HostCheck) -> Middleware:
+STATE_CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def cross_origin(request: web.Request) -> str | None:
+    """The ``Origin`` of a request from a page of another origin than this server, else None."""
+    origin = request.headers.get("Origin")
+    if origin is None:  # not from a web page (curl, the CLI), or a same-origin GET
+        return None
+    parts = urlsplit(origin)
+    default = 443 if parts.scheme == "https" else 80
+    try:
+        origin_port = parts.port or default
+    except ValueError:
+        return origin
+    host = request.headers.get("Host", "")
+    own = urlsplit("//" + host)
+    try:
+        own_port = own.port or default
+    except ValueError:
+        return origin
+    if (parts.hostname or "", origin_port) == (own.hostname or "", own_port):
+        return None
+    return origin
+
+
+def authorized(request: web.Request, token: str) -> bool:
+    """``Authorization: Bearer <token>``, or Basic with the token as password."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() == "bearer":
+        given = credentials.strip()
+    elif scheme.lower() == "basic":
+        try:
+            given = base64.b64decode(credentials.strip(), validate=True).decode().partition(":")[2]
+        except (ValueError, UnicodeDecodeError):
+            return False
+    else:
+        return False
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def guard(check: HostCheck, token: str = "") -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
@@ -77,6 +128,22 @@ def guard(check: HostCheck) -> Middleware:
                         host)
             return json_error(403, f"Host {host!r} is not allowed: use localhost, 127.0.0.1, "
                                    "[::1] or the address the admin server is bound to")
+        if token and not authorized(request, token):
+            response = json_error(401, "this admin server needs admin.auth.token: send "
+                                       "'Authorization: Bearer <token>' (or basic auth with it "
+                                       "as the password)")
+            response.headers["WWW-Authenticate"] = 'Basic realm="kafkette admin"'
+            return response
+        if request.method in STATE_CHANGES:
+            origin = cross_origin(request)
+            if origin is not None:
+                log.warning("admin %s %s refused: from a page of another origin (%s)",
+                            request.method, request.path, origin)
+                return json_error(403, f"cross-origin {request.method} refused (Origin "
+                                       f"{origin!r} is not this server)")
+            if request.can_read_body and request.content_type != "application/json":
+                return json_error(415, f"{request.method} {request.path} takes "
+                                       "'Content-Type: application/json'")
         try:
             return await handler(request)
         except web.HTTPException as exc:

@@ -79,7 +79,8 @@ class AdminServer:
         return f"http://{host}:{port}"
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[guard(HostCheck(self.host))])
+        token = self.broker.config.get("admin.auth.token", "")
+        app = web.Application(middlewares=[guard(HostCheck(self.host), token)])
         app.add_routes([
             web.get("/metrics", self.metrics),
             web.get("/", self.index_page),

@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import NoReturn, TextIO
 
+from ..config import read_properties
 from ..security.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -59,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                 epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]")
     p.add_argument("--command-config", metavar="FILE",
-                   help="client properties (accepted; PLAINTEXT is used)")
+                   help="client properties for a TLS/SASL listener (security.protocol, "
+                        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location)")
     for action in ("add", "remove", "list"):
         p.add_argument(f"--{action}", action="store_true")
     for option in ("topic", "group", "transactional-id", "delegation-token", "user-principal",
@@ -323,7 +326,9 @@ def main(argv: Sequence[str], out: TextIO | None = None,
         print(f"kafkette acls: {exc}", file=sys.stderr)
         return 1
     try:
-        with AdminClient(args.bootstrap_server, client_id="kafkette-acls") as admin:
+        security = read_properties(Path(args.command_config)) if args.command_config else None
+        with AdminClient(args.bootstrap_server, client_id="kafkette-acls",
+                         security=security) as admin:
             return COMMANDS[action](admin, args, out or sys.stdout, confirm)
     except UsageError as exc:
         print(f"kafkette acls: {exc}", file=sys.stderr)

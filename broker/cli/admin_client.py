@@ -8,7 +8,7 @@ must answer it (a group's coordinator, a partition's leader, every broker for Li
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -74,11 +74,12 @@ def parse_bootstrap(bootstrap: str) -> list[str]:
 
 
 class AdminClient(WireClient):
-    def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin"):
+    def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin",
+                 security: Mapping[str, str] | None = None):
         errors = []
         for server in parse_bootstrap(bootstrap):  # the first one that answers, as Kafka's clients
             try:
-                super().__init__(server, client_id, timeout)
+                super().__init__(server, client_id, timeout, security)
                 break
             except OSError as exc:
                 errors.append(f"{server}: {exc.strerror or exc}")

@@ -75,6 +75,8 @@ def _at_least(low: int) -> Callable[[object], str | None]:
 
 
 SECURITY_KEYS: dict[str, SecurityKey] = {
+    # kafkette's own: the admin HTTP server's token (broker/admin/guard.py), a secret
+    "admin.auth.token": SecurityKey(PASSWORD),
     "sasl.enabled.mechanisms": SecurityKey("LIST"),
     "sasl.jaas.config": SecurityKey(PASSWORD, per_mechanism=True),
     "sasl.server.callback.handler.class": SecurityKey("STRING", per_mechanism=True),

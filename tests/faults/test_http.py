@@ -19,7 +19,8 @@ from .test_wire import heartbeat
 
 def call(url: str, method: str, body: Any = None, raw: bytes | None = None) -> tuple[int, Any]:
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    request = urllib.request.Request(url, data=data, method=method)
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -75,7 +76,8 @@ def test_bad_fault_requests_get_400_with_one_line_reason(admin_broker, body, rea
 ])
 def test_json_api_errors_are_json(admin_broker, method, path, body, status, reason):
     _, url = admin_broker
-    request = urllib.request.Request(f"{url}{path}", data=body, method=method)
+    request = urllib.request.Request(f"{url}{path}", data=body, method=method,
+                                     headers={"Content-Type": "application/json"})
     with pytest.raises(urllib.error.HTTPError) as failed:
         urllib.request.urlopen(request, timeout=10)
     assert failed.value.code == status
@@ -153,3 +155,52 @@ def test_local_host_headers_are_served(admin_broker, host):
     request = urllib.request.Request(f"{url}/v1/faults", headers={"Host": host})
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
+
+
+def _refusal(request: urllib.request.Request) -> tuple[int, str]:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    return refused.value.code, json.loads(refused.value.read())["error"]
+
+
+def test_state_changes_from_other_origins_or_without_json_are_refused(admin_broker):
+    """A web page elsewhere cannot inject faults or stop nodes: a cross-origin state change is
+    refused whatever its body, and a body must be declared JSON (which a page of another origin
+    cannot send without the browser asking first); the console's origin and curl still work."""
+    _, url = admin_broker
+    fault = b'{"api": "Fetch", "delay_ms": 1}'
+    for origin in ("http://evil.example", "http://localhost:1", "null"):
+        for ctype in ("text/plain", "application/json"):
+            code, reason = _refusal(urllib.request.Request(
+                f"{url}/v1/faults", data=fault, method="POST",
+                headers={"Origin": origin, "Content-Type": ctype}))
+            assert code == 403 and "cross-origin" in reason
+    code, reason = _refusal(urllib.request.Request(
+        f"{url}/v1/faults", data=fault, method="POST", headers={"Content-Type": "text/plain"}))
+    assert code == 415 and "application/json" in reason
+    assert call(f"{url}/v1/faults", "GET")[1]["faults"] == []
+    same_origin = urllib.request.Request(f"{url}/v1/faults", data=fault, method="POST",
+                                         headers={"Origin": url, "Content-Type": "application/json"})
+    with urllib.request.urlopen(same_origin, timeout=10) as response:
+        assert response.status == 201
+    assert len(call(f"{url}/v1/faults", "GET")[1]["faults"]) == 1
+    assert call(f"{url}/v1/faults", "DELETE")[0] == 200
+
+
+def test_admin_token_is_asked_of_every_request(kafka_broker_factory):
+    import base64
+
+    broker = kafka_broker_factory(**{"admin.listener": "127.0.0.1:0", "admin.auth.token": "s3cret"})
+    url = broker.broker.admin.url
+    code, reason = _refusal(urllib.request.Request(f"{url}/v1/faults"))
+    assert code == 401 and "admin.auth.token" in reason
+    code, _ = _refusal(urllib.request.Request(f"{url}/metrics",
+                                              headers={"Authorization": "Bearer wrong"}))
+    assert code == 401
+    with urllib.request.urlopen(urllib.request.Request(
+            f"{url}/v1/faults", headers={"Authorization": "Bearer s3cret"}), timeout=10) as ok:
+        assert json.loads(ok.read()) == {"faults": []}
+    basic = base64.b64encode(b"anyone:s3cret").decode()
+    with urllib.request.urlopen(urllib.request.Request(
+            f"{url}/", headers={"Authorization": f"Basic {basic}"}), timeout=10) as page:
+        assert page.status == 200  # the console, after the browser asked for the token once

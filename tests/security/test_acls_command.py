@@ -132,3 +132,37 @@ def test_without_an_authorizer_the_error_is_kafkas(kafka_broker_factory):
     code, text = run("--bootstrap-server", broker.bootstrap, "--list")
     assert code == 1
     assert text == "Error while executing ACL command: No Authorizer is configured on the broker\n"
+
+
+def test_acls_logs_in_with_command_config(kafka_secure_broker_factory, tmp_path):
+    """Over SASL_SSL with --command-config, as kafka-acls.sh: the super user adds an ACL; a
+    user without rights is refused with Kafka's error."""
+    from kafkette.broker.cli import acls_command
+
+    broker = kafka_secure_broker_factory(
+        "SASL_SSL", ("SCRAM-SHA-512",), users={"admin": "admin-secret", "eve": "eve-secret"},
+        config={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": "User:admin"})
+
+    def properties(user: str) -> str:
+        path = tmp_path / f"{user}.properties"
+        path.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{user}" password="{user}-secret";\n'
+            f"ssl.truststore.type=PEM\nssl.truststore.location={broker.ca_file}\n")
+        return str(path)
+
+    def acls(user: str, *args: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = acls_command.main(["--bootstrap-server", broker.bootstrap, "--command-config",
+                                  properties(user), *args], out, confirm=lambda _q: True)
+        return code, out.getvalue()
+
+    code, out = acls("admin", "--add", "--allow-principal", "User:bob", "--operation", "Read",
+                     "--topic", "orders")
+    assert code == 0 and "principal=User:bob" in out
+    code, out = acls("admin", "--list", "--topic", "orders")
+    assert code == 0 and "operation=READ" in out
+    code, out = acls("eve", "--list")
+    assert (code, out) == (1, "Error while executing ACL command: Cluster authorization failed.\n")
