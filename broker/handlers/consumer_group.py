@@ -6,14 +6,14 @@ Kafka 4.0 does.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import cache, lru_cache, partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkette.coordinator.group.consumer.describe import DescribedTopicPartitions
 from kafkette.coordinator.group.consumer.heartbeat import HeartbeatRequest
-from kafkette.protocol.build import item_type, make
+from kafkette.protocol.build import item_type
 from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
@@ -27,7 +27,7 @@ from ._groups_common import (
     ms,
     respond_with,
 )
-from .groups import AUTH_OPS_OMITTED
+from ._modern_describe import describe_groups
 
 
 @api(68, 0, 1)
@@ -98,8 +98,7 @@ def _steady_response(version: int, member_id: str, member_epoch: int, interval_m
 
 
 def _heartbeat_response(version: int, answer: Any):
-    # Built directly (not with ``make``): every version 0-1 field is set, and this is the
-    # steady-state answer every member gets every heartbeat interval.
+    # The steady-state answer, which every member gets every heartbeat interval, is cached.
     code, message, result = answer
     if result is not None and result.assignment is None and len(result.member_id) <= 64:
         # (ids are client-chosen: only ordinary ones are kept, so the cache stays small)
@@ -110,65 +109,22 @@ def _heartbeat_response(version: int, answer: Any):
 
 @api(69, 0, 1)
 async def handle_consumer_group_describe(ctx: RequestContext, req: Any):
-    group_cls = item_type(ctx.response_type, "groups")
-    member_cls = item_type(group_cls, "members")
-    assignment_cls = item_type(member_cls, "assignment")
-    tp_cls = item_type(assignment_cls, "topic_partitions")
-    include_ops = req.include_authorized_operations
-
-    def assignment(parts: tuple[DescribedTopicPartitions, ...]):
-        return make(assignment_cls, topic_partitions=tuple(
-            make(tp_cls, topic_id=p.topic_id, topic_name=p.topic_name, partitions=p.partitions)
-            for p in parts))
-
-    def empty(group_id: str, code: int, message: str | None) -> Any:
-        return make(group_cls, error_code=ErrorCode(code), error_message=message,
-                    group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0,
-                    assignor_name="", members=(), authorized_operations=AUTH_OPS_OMITTED)
-
-    # DESCRIBE on each group; Kafka answers the others after the described ones
-    denied = ctx.denied(AclOperation.DESCRIBE, ResourceType.GROUP, req.group_ids)
-    groups = []
-    for group_id, code, message, group in await coordinator(ctx).consumer_group_describe(
-            [g for g in req.group_ids if g not in denied]):
-        if group is not None and ctx.authorizing and _hides_topics(ctx, group):
-            groups.append(empty(group_id, int(ErrorCode.topic_authorization_failed),
-                                "The group has described topic(s) that the client is not "
-                                "authorized to describe."))
-            continue
-        if group is None:
-            groups.append(make(group_cls, error_code=ErrorCode(code), error_message=message,
-                               group_id=group_id, group_state="", group_epoch=0,
-                               assignment_epoch=0, assignor_name="", members=(),
-                               authorized_operations=AUTH_OPS_OMITTED))
-            continue
-        members = tuple(
-            make(member_cls, member_id=m.member_id, instance_id=m.instance_id,
-                 rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
-                 client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                 subscribed_topic_regex=m.subscribed_topic_regex or None,
-                 assignment=assignment(m.assignment),
-                 target_assignment=assignment(m.target_assignment), member_type=m.member_type)
-            for m in group.members)
-        groups.append(make(group_cls, error_code=ErrorCode.none, error_message=None,
-                           group_id=group_id, group_state=group.group_state,
-                           group_epoch=group.group_epoch,
-                           assignment_epoch=group.assignment_epoch,
-                           assignor_name=group.assignor_name, members=members,
-                           authorized_operations=ctx.authorized_operations(
-                               ResourceType.GROUP, group_id) if include_ops
-                           else AUTH_OPS_OMITTED))
-    groups.extend(empty(g, int(ErrorCode.group_authorization_failed), None)
-                  for g in req.group_ids if g in denied)
-    return make(ctx.response_type, throttle_time=ZERO, groups=tuple(groups))
+    return await describe_groups(ctx, req.group_ids, req.include_authorized_operations,
+                                 coordinator(ctx).consumer_group_describe, _member_fields,
+                                 _member_topics)
 
 
-def _hides_topics(ctx: RequestContext, group: Any) -> bool:
-    """Whether a described group names a topic (subscribed, assigned or in the target
-    assignment of a member) the client may not DESCRIBE: Kafka then withholds the group."""
-    names: set[str] = set()
-    for m in group.members:
-        names.update(m.subscribed_topic_names or ())
-        names.update(p.topic_name for p in m.assignment)
-        names.update(p.topic_name for p in m.target_assignment)
-    return bool(names) and bool(ctx.denied(AclOperation.DESCRIBE, ResourceType.TOPIC, names))
+def _member_fields(m: Any, assignment: Callable[[Any], Any]) -> dict[str, Any]:
+    return dict(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+                subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex or None,
+                assignment=assignment(m.assignment),
+                target_assignment=assignment(m.target_assignment), member_type=m.member_type)
+
+
+def _member_topics(m: Any) -> Iterable[str]:
+    """The topics a member names: subscribed, assigned or in its target assignment."""
+    yield from m.subscribed_topic_names or ()
+    yield from (p.topic_name for p in m.assignment)
+    yield from (p.topic_name for p in m.target_assignment)
