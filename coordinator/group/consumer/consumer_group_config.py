@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..config_reader import GroupConfigReader
 from .defaults import DEFAULTS  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:  # imported where used
@@ -54,30 +55,8 @@ class ConsumerGroupConfig:
     def from_config(cls, get: Callable[[str], str]) -> ConsumerGroupConfig:
         from kafkette.coordinator.group.assignor import assignors_from_config
 
-        def value(name: str) -> str:
-            try:
-                return get(name)
-            except KeyError:
-                return DEFAULTS[name]
-
-        def integer(name: str, minimum: int = 1) -> int:
-            try:
-                number = int(value(name))
-            except ValueError:
-                raise ValueError(f"{name} must be an integer, got {value(name)!r}") from None
-            if number < minimum:
-                raise ValueError(f"{name} must be at least {minimum}, got {number}")
-            return number
-
-        def bounded(prefix: str) -> int:
-            low = integer(f"group.consumer.min.{prefix}")
-            high = integer(f"group.consumer.max.{prefix}")
-            default = integer(f"group.consumer.{prefix}")
-            if not low <= default <= high:
-                raise ValueError(f"group.consumer.{prefix} ({default}) must lie between "
-                                 f"group.consumer.min.{prefix} ({low}) and "
-                                 f"group.consumer.max.{prefix} ({high})")
-            return default
+        config = GroupConfigReader(get, DEFAULTS, "consumer")
+        value, integer = config.value, config.integer
 
         protocols = frozenset(p.strip().lower()
                               for p in value("group.coordinator.rebalance.protocols").split(",")
@@ -86,11 +65,7 @@ class ConsumerGroupConfig:
         if unknown or "classic" not in protocols:
             raise ValueError("group.coordinator.rebalance.protocols must contain classic and only "
                              f"{', '.join(PROTOCOLS)}; got {sorted(protocols)}")
-        heartbeat_ms = bounded("heartbeat.interval.ms")
-        session_ms = bounded("session.timeout.ms")
-        if heartbeat_ms >= session_ms:
-            raise ValueError(f"group.consumer.heartbeat.interval.ms ({heartbeat_ms}) must be "
-                             f"lower than group.consumer.session.timeout.ms ({session_ms})")
+        heartbeat_ms, session_ms = config.heartbeat_and_session()
         policy = value("group.consumer.migration.policy").strip().lower()
         if policy not in MIGRATION_POLICIES:
             raise ValueError(f"group.consumer.migration.policy must be one of "

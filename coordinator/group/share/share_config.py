@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..config_reader import GroupConfigReader
 from .defaults import DEFAULTS
 
 MAX_SHARE_VERSION = 1
@@ -25,41 +26,13 @@ class ShareGroupConfig:
 
     @classmethod
     def from_config(cls, get: Callable[[str], str | None]) -> ShareGroupConfig:
-        def value(name: str) -> str:
-            try:
-                found = get(name)
-            except KeyError:
-                found = None
-            return DEFAULTS[name] if found is None else found
-
-        def integer(name: str, minimum: int = 1) -> int:
-            try:
-                number = int(value(name))
-            except ValueError:
-                raise ValueError(f"{name} must be an integer, got {value(name)!r}") from None
-            if number < minimum:
-                raise ValueError(f"{name} must be at least {minimum}, got {number}")
-            return number
-
-        def bounded(suffix: str) -> int:
-            low = integer(f"group.share.min.{suffix}")
-            high = integer(f"group.share.max.{suffix}")
-            default = integer(f"group.share.{suffix}")
-            if not low <= default <= high:
-                raise ValueError(f"group.share.{suffix} ({default}) must lie between "
-                                 f"group.share.min.{suffix} ({low}) and "
-                                 f"group.share.max.{suffix} ({high})")
-            return default
-
+        config = GroupConfigReader(get, DEFAULTS, "share")
+        value, integer = config.value, config.integer
         version = integer("share.version", 0)
         if version > MAX_SHARE_VERSION:
             raise ValueError(f"share.version must be between 0 and {MAX_SHARE_VERSION}, "
                              f"got {version}")
-        heartbeat_ms = bounded("heartbeat.interval.ms")
-        session_ms = bounded("session.timeout.ms")
-        if heartbeat_ms >= session_ms:
-            raise ValueError(f"group.share.heartbeat.interval.ms ({heartbeat_ms}) must be lower "
-                             f"than group.share.session.timeout.ms ({session_ms})")
+        heartbeat_ms, session_ms = config.heartbeat_and_session()
         assignors = [a.strip() for a in value("group.share.assignors").split(",") if a.strip()]
         if len(assignors) != 1 or assignors[0] not in ASSIGNORS:
             raise ValueError("group.share.assignors must name exactly one assignor, simple; "
