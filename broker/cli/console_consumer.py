@@ -214,14 +214,8 @@ def run(args: Any, out: BinaryIO) -> int:
 def main(argv: Sequence[str], out: BinaryIO | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv))
-        if args.help:
-            parser.print_help()
-            return 0
-        if args.version:
-            from .version import version
-
-            print(version())
+        args = parser.parse_tool_args(argv, sys.stdout)
+        if args is None:
             return 0
         return run(args, out or sys.stdout.buffer)
     except UsageError as exc:

@@ -218,14 +218,8 @@ def prompted(stdin: TextIO) -> Iterator[str]:
 def main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv))
-        if args.help:
-            parser.print_help()
-            return 0
-        if args.version:
-            from .version import version
-
-            print(version())
+        args = parser.parse_tool_args(argv, sys.stdout)
+        if args is None:
             return 0
         require(args.topic, "topic")
         require(args.bootstrap_server, "bootstrap-server")

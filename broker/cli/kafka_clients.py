@@ -10,10 +10,10 @@ coordinators, retries, and speaks SASL/TLS, so a tool works against one kafkette
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from ..config import read_properties
 
@@ -32,6 +32,20 @@ class UsageError(ToolError):
 class ToolParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+    def parse_tool_args(self, argv: Sequence[str], out: TextIO) -> argparse.Namespace | None:
+        """The arguments, or None once ``--help`` or ``--version`` is answered on ``out``, as
+        Kafka's tools do before anything else."""
+        args = self.parse_args(list(argv))
+        if args.help:
+            self.print_help(out)
+            return None
+        if args.version:
+            from .version import version
+
+            print(version(), file=out)
+            return None
+        return args
 
 
 def opt(name: str) -> str:

@@ -329,14 +329,8 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
     try:
         if not argv:
             raise UsageError("Create, delete, describe, or change a topic.")
-        args = parser.parse_args(list(argv))
-        if args.help:
-            parser.print_help(out)
-            return 0
-        if args.version:
-            from .version import version
-
-            out.write(version() + "\n")
+        args = parser.parse_tool_args(argv, out)
+        if args is None:
             return 0
         action = check_args(args)
     except UsageError as exc:
