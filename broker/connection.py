@@ -424,10 +424,10 @@ class KafkaConnection(asyncio.Protocol):
             except (HeaderError, DecodeError) as exc:
                 self.close(f"undecodable api {key} v{version} request: {exc}")
                 return None
+            # positional: keyword arguments cost a slots dataclass twice as much to build
             ctx = RequestContext(key, version, corr, client_id, self.client_host,
-                                 self.broker.services, principal=self.principal,
-                                 listener=self.listener, closing=self.closing,
-                                 mute=self._mute)
+                                 self.broker.services, None, self.principal, self.listener,
+                                 self.closing, self._mute)
             handler = route.handler
             if (route.identical_repeats or key in REPEATS) and len(frame) <= _MEMO_MAX_FRAME:
                 memo = self._memo_of(route.identical_repeats, key, version, frame, api_codec,
