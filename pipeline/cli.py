@@ -53,7 +53,7 @@ def run_lag(log_dirs: str, out: str, master: str = "local[*]", rate_window: str 
     else:
         register(spark)
     started = time.monotonic()
-    tables = lag.build(spark, dirs, rate_window)
+    tables = lag.build(spark, dirs, rate_window).materialized()
     written = {}
     for name, df in tables.items():
         path = os.path.join(out, f"{name}.parquet")

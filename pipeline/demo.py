@@ -7,7 +7,8 @@ Starts ``python -m broker serve`` on a free port with ``log.dirs`` = the given d
 topic ``orders`` (3 partitions) gets ~300 records/s; group ``billing`` (2 consumers, commits every
 0.5 s) keeps up until one consumer stalls at 8 s (lag grows on its partitions), a third consumer
 joins at 14 s (rebalance), the stalled one leaves at 18 s (rebalance); group ``audit`` reads at a
-fixed slow pace and falls behind. Needs aiokafka (the ``test`` extra).
+fixed slow pace and falls behind (``--seconds N`` runs the same timeline in N s). Needs
+aiokafka (the ``test`` extra).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def start_broker(log_dir: str) -> tuple[subprocess.Popen, str]:
     return proc, match.group(1)
 
 
-async def produce(bootstrap: str, seconds: float, rate: int) -> None:
+async def produce(bootstrap: str, seconds: float, rate: int,
+                  spike: tuple[float, float] = (10, 13)) -> None:
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20)
@@ -48,7 +50,7 @@ async def produce(bootstrap: str, seconds: float, rate: int) -> None:
         start = time.monotonic()
         i = 0
         while (elapsed := time.monotonic() - start) < seconds:
-            burst = 3 if 10 < elapsed < 13 else 1  # a traffic spike
+            burst = 3 if spike[0] < elapsed < spike[1] else 1  # a traffic spike
             for _ in range(rate * burst // 10):
                 await producer.send(TOPIC, b"order-%d" % i, key=b"customer-%d" % (i % 97))
                 i += 1
@@ -87,11 +89,13 @@ async def consume(bootstrap: str, group: str, client_id: str, stop_at: float,
 
 
 async def workload(bootstrap: str, seconds: float = 24) -> None:
+    """The timeline above is for 24 s; a shorter or longer run keeps its proportions."""
+    at = seconds / 24
     await asyncio.gather(
-        produce(bootstrap, seconds, rate=300),
+        produce(bootstrap, seconds, rate=300, spike=(10 * at, 13 * at)),
         consume(bootstrap, "billing", "billing-1", seconds + 1),
-        consume(bootstrap, "billing", "billing-2", 18, stall=(8, 18)),
-        consume(bootstrap, "billing", "billing-3", seconds + 1, delay=14),
+        consume(bootstrap, "billing", "billing-2", 18 * at, stall=(8 * at, 18 * at)),
+        consume(bootstrap, "billing", "billing-3", seconds + 1, delay=14 * at),
         consume(bootstrap, "audit", "audit-1", seconds + 1, per_poll=25),
     )
 
@@ -99,7 +103,8 @@ async def workload(bootstrap: str, seconds: float = 24) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log_dir", help="the broker's log.dirs (created; must be empty)")
-    parser.add_argument("--seconds", type=float, default=24)
+    parser.add_argument("--seconds", type=float, default=24,
+                        help="length of the workload; its timeline keeps its proportions")
     args = parser.parse_args(argv)
     os.makedirs(args.log_dir, exist_ok=True)
     if os.listdir(args.log_dir):

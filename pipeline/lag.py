@@ -52,6 +52,12 @@ class Tables:
     def items(self) -> list[tuple[str, DataFrame]]:
         return [(name, getattr(self, name)) for name in TABLES]
 
+    def materialized(self) -> Tables:
+        """The same tables, each kept in memory once first computed: writing a table and then
+        reading it for the report computes it once (the tables are small next to the logs)."""
+        kept = {name: df.cache() for name, df in self.items()}
+        return Tables(**kept, cached=[*self.cached, *kept.values()])
+
     def release(self) -> None:
         for df in self.cached:
             df.unpersist()

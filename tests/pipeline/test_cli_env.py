@@ -22,7 +22,9 @@ def test_readme_demo_then_lag_job_from_a_non_activated_venv(tmp_path):
     if java is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17+")
     demo, out = tmp_path / "kafkette-demo", tmp_path / "kafkette-lag"
-    ran = subprocess.run([sys.executable, "-m", "kafkette.pipeline.demo", str(demo)],
+    # README's demo, its timeline run in half the time
+    ran = subprocess.run([sys.executable, "-m", "kafkette.pipeline.demo", str(demo),
+                          "--seconds", "12"],
                          capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
 

@@ -1,6 +1,7 @@
 """Share-group lag from ``__share_group_state`` beside consumer-group lag: a real kafkette, a
 confluent-kafka ``ShareConsumer`` that accepts records 0-2 and 5-9 of ten and leaves 3-4
-released, then the lag job on the broker's log.dirs.
+released, then the lag job on the broker's log.dirs (run by test_broker_lag, whose broker and
+lag job it shares: a lag job costs seconds of Spark).
 
 Expected: start offset (SPSO) 3, five records past it acknowledged, log end 10: lag 10 - 3 - 5
 = 2; plus a second partition the group released every record of (SPSO 0, lag 4)."""
@@ -21,7 +22,6 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 import pyarrow as pa  # noqa: E402
 from confluent_kafka import AcknowledgeType, ShareConsumer  # noqa: E402
 
-from kafkette.broker.cli import main as cli_main  # noqa: E402
 from kafkette.pipeline import lag, share_state  # noqa: E402
 from kafkette.protocol.records import build_batch  # noqa: E402
 from kafkette.protocol.share_state_records import (  # noqa: E402
@@ -42,17 +42,21 @@ TOPIC, GROUP = "tasks", "workers"
 HELD = (3, 4)
 
 
-def test_share_group_lag_from_the_share_state_log(spark: object, kafka_broker_factory: object,
-                                                  tmp_path: object) -> None:
-    broker = kafka_broker_factory(**{"group.share.heartbeat.interval.ms": "250",
-                                     "group.share.session.timeout.ms": "3000"})
-    broker.run(broker.broker.logs.create_topic(TOPIC, 2))
-    set_group_config(broker.bootstrap, GROUP, share_auto_offset_reset="earliest")
-    with WireClient(broker.bootstrap) as w:
+SHARE_CONFIG = {"group.share.heartbeat.interval.ms": "250",
+                "group.share.session.timeout.ms": "3000"}
+
+
+def share_workload(broker: object) -> None:
+    """Topic ``tasks`` (2 partitions): ten records on p0 and four on p1; a ShareConsumer of
+    group ``workers`` accepts p0's records but 3 and 4 and releases the rest. The broker needs
+    ``SHARE_CONFIG``. test_broker_lag runs it on its broker, before its one lag job."""
+    broker.run(broker.broker.logs.create_topic(TOPIC, 2))  # type: ignore[attr-defined]
+    set_group_config(broker.bootstrap, GROUP, share_auto_offset_reset="earliest")  # type: ignore[attr-defined]
+    with WireClient(broker.bootstrap) as w:  # type: ignore[attr-defined]
         produce(w, TOPIC, 0, build_batch([(None, b"task-%d" % i) for i in range(10)]))
         produce(w, TOPIC, 1, build_batch([(None, b"other-%d" % i) for i in range(4)]))
 
-    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP,
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP,  # type: ignore[attr-defined]
                               "share.acknowledgement.mode": "explicit"})
     try:
         consumer.subscribe([TOPIC])
@@ -68,18 +72,17 @@ def test_share_group_lag_from_the_share_state_log(spark: object, kafka_broker_fa
         assert not [v for v in (consumer.commit_sync(10.0) or {}).values() if v is not None]
     finally:
         consumer.close()
-    log_dirs = broker.config["log.dirs"]
-    broker.stop()  # the job reads files; stopping first flushes and closes them
 
-    out = str(tmp_path / "out")
-    assert cli_main.main(["pipeline", "lag", "--log-dirs", log_dirs, "--out", out,
-                          "--master", "local[2]"]) == 0
+
+def check_share_lag(out: str) -> None:
+    """What the lag job wrote for ``share_workload``: p0 lag 10 - 3 - 5 = 2, p1 lag 4."""
     shares = pd.read_parquet(os.path.join(out, "share_lag.parquet")).sort_values("partition")
     assert [(r.group, r.topic, r.partition, r.start_offset, r.log_end_offset, r.lag)
             for r in shares.itertuples()] == [(GROUP, TOPIC, 0, 3, 10, 2),
                                               (GROUP, TOPIC, 1, 0, 4, 4)]
     assert list(shares.delivery_complete_count) == [5, 0]
-    summary = (tmp_path / "out" / "summary.md").read_text()
+    with open(os.path.join(out, "summary.md")) as f:
+        summary = f.read()
     assert "## Share-group lag" in summary
     assert f"| {GROUP} | {TOPIC} | 0 | 3 |" in summary
 
