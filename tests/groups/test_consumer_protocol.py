@@ -258,7 +258,9 @@ def test_range_assignor_co_partitions(broker):
 
 def test_regex_subscription_picks_up_a_topic_created_later(kafka_broker_factory):
     clock = ManualClock()  # the 10 s regex refresh throttle passes when the test says so
-    broker = kafka_broker_factory(clock=clock, **FAST)
+    # a 45 s session (Kafka's default): the clock moving 10 s expires no member
+    broker = kafka_broker_factory(clock=clock, **{**FAST,
+                                                  "group.consumer.session.timeout.ms": 45_000})
 
     def due(cond):  # the coordinator's due timers run (the regex resolution is one)
         def check():
