@@ -46,6 +46,9 @@ CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignm
                   "change the throttle by resubmitting the current reassignment.")
 
 
+UNKNOWN = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
+
+
 class CommandFailed(ToolError):
     """Kafka's AdminCommandFailedException: printed as ``Error: <message>``."""
 
@@ -178,6 +181,13 @@ def execute(admin: ReassignAdmin, args: argparse.Namespace, out: TextIO) -> None
     if unknown is not None:
         raise CommandFailed(f"Unknown broker id {unknown}")
     current = admin.replicas(t for t, _ in proposed)
+    known_topics = {t for t, _ in current}
+    if any(t not in known_topics for t, _ in proposed):
+        raise CommandFailed(f"{UNKNOWN}: This server does not host this topic-partition.")
+    missing = sorted(tp for tp in proposed if tp not in current)
+    if missing:
+        raise CommandFailed(f"{UNKNOWN}: Unable to find partition: "
+                            + ", ".join(_tp(tp) for tp in missing))
     print("Current partition replica assignment\n\n"
           + as_json({tp: r for tp, r in current.items() if tp in proposed})
           + "\n\nSave this to use as the --reassignment-json-file option during rollback",
@@ -200,13 +210,12 @@ def verify(admin: ReassignAdmin, args: argparse.Namespace, out: TextIO) -> bool:
     for tp, target in sorted(dict(targets).items()):
         if tp in ongoing:
             lines.append(f"Reassignment of partition {_tp(tp)} is still in progress.")
-        elif tp not in current:
-            raise CommandFailed(f"Unable to find partition {_tp(tp)}")
-        elif current[tp] == target:
+        elif current.get(tp, []) == target:
             lines.append(f"Reassignment of partition {_tp(tp)} is completed.")
         else:
             lines.append(f"There is no active reassignment of partition {_tp(tp)}, but replica "
-                         f"set is {_joined(current[tp])} rather than {_joined(target)}.")
+                         f"set is {_joined(current.get(tp, []))} rather than "
+                         f"{_joined(target)}.")
     print("\n".join(lines), file=out)
     return not any(tp in ongoing for tp, _ in targets)
 

@@ -141,6 +141,11 @@ def test_bad_reassignments_get_kafkas_errors(kafka_cluster):
 
 def test_one_node_has_one_valid_target(kafka_broker_factory):
     runner = kafka_broker_factory()
+    with WireClient(runner.bootstrap) as w:
+        advertised = {int(k.api_key): (int(k.min_version), int(k.max_version))
+                      for k in w.request(18, 3, client_software_name="t",
+                                         client_software_version="1").api_keys}
+    assert (advertised[ALTER], advertised[LIST]) == ((0, 1), (0, 0))
     runner.run(runner.broker.logs.create_topic(TOPIC, 1))
     assert errors(alter(runner.bootstrap, {(TOPIC, 0): [1]})) == {(TOPIC, 0): (ErrorCode.none, None)}
     assert errors(alter(runner.bootstrap, {(TOPIC, 0): [2]}))[(TOPIC, 0)][0] \
