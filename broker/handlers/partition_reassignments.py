@@ -25,7 +25,8 @@ _CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's message for the cod
 
 
 def _service(ctx: RequestContext) -> PartitionReassignments:
-    return PartitionReassignments(ctx.services.topics, ctx.cluster, ctx.config)
+    return PartitionReassignments(ctx.services.topics, ctx.cluster, ctx.config,
+                                  ctx.services.groups.coordinator)
 
 
 @api(45, 0, 1)

@@ -9,8 +9,10 @@ UNKNOWN_TOPIC_OR_PARTITION; null replicas cancel the partition's reassignment in
 request forbids it (v1 AllowReplicationFactorChange=false), keep the replication factor
 (INVALID_REPLICATION_FACTOR). The replicas move in the multi-node emulation
 (broker/cluster/nodes.py), which completes a move once its target replicas are live; the new
-lists are stored with the topics' replicas, so they survive a restart. One node has one valid
-target, itself: moving there changes nothing.
+lists are stored with the topics' replicas, so they survive a restart. A ``__consumer_offsets``
+partition whose leader moves takes its groups' coordinator along (unloaded where it was, loaded
+again on the new leader), as a stopped node's do. One node has one valid target, itself: moving
+there changes nothing.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from ..cluster.nodes import OFFSETS_TOPIC
 from ..cluster.reassignment import Reassignment, UncleanRevertError
 from .errors import ServiceError
 
 if TYPE_CHECKING:
+    from kafkette.coordinator.group.group_service import GroupCoordinator
+
     from .cluster import ClusterInfo
     from .topic_service import TopicService
 
@@ -42,10 +47,12 @@ class PartitionAnswer:
 class PartitionReassignments:
     """Reassign or list; made per request over the broker's topics and cluster view."""
 
-    def __init__(self, topics: TopicService, cluster: ClusterInfo, config: Any) -> None:
+    def __init__(self, topics: TopicService, cluster: ClusterInfo, config: Any,
+                 coordinator: GroupCoordinator | None = None) -> None:
         self._topics = topics
         self._cluster = cluster
         self._config = config
+        self._coordinator = coordinator  # None while it loads (or with one node: no moves)
 
     async def alter(self, requested: Sequence[tuple[str, Sequence[tuple[int, list[int] | None]]]],
                     *, allow_replication_factor_change: bool = True
@@ -54,6 +61,7 @@ class PartitionReassignments:
         partition, in the request's order; the new replicas are stored before it returns."""
         answers = []
         changed = False
+        offsets_partitions = []
         for topic, partitions in requested:
             answered = []
             for partition, target in partitions:
@@ -61,12 +69,27 @@ class PartitionReassignments:
                     changed |= self._alter_one(topic, partition, target,
                                                allow_replication_factor_change)
                     answered.append(PartitionAnswer(partition))
+                    if topic == OFFSETS_TOPIC:
+                        offsets_partitions.append(partition)
                 except ServiceError as exc:
                     answered.append(PartitionAnswer(partition, exc.code, exc.message))
             answers.append((topic, answered))
         if changed:
             await self._topics.save_replicas()
+        await self._follow_leaders(offsets_partitions)
         return answers
+
+    async def _follow_leaders(self, offsets_partitions: list[int]) -> None:
+        """Move the group coordinators of the ``__consumer_offsets`` partitions whose leader
+        changed to it."""
+        coordinator = self._coordinator
+        if coordinator is None or self._cluster.nodes is None:
+            return
+        for partition in dict.fromkeys(offsets_partitions):
+            leader = self._cluster.leader(OFFSETS_TOPIC, partition)
+            if leader >= 0 and coordinator.owners.get(partition) != leader:
+                coordinator.resign(partition, leader)
+                await coordinator.elect(partition, leader)
 
     def _alter_one(self, topic: str, partition: int, target: list[int] | None,
                    allow_rf_change: bool) -> bool:

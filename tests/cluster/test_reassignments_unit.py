@@ -55,8 +55,11 @@ def test_a_move_keeps_the_leader_until_it_is_removed() -> None:
     nodes.set_replication("t", 2, [[1, 2]])
     assert nodes.reassign("t", 0, [2, 1]) is True
     assert (nodes.replicas("t", 0), nodes.leader("t", 0)) == ([2, 1], 1)
-    assert nodes.reassign("t", 0, [3, 2]) is True
-    assert (nodes.replicas("t", 0), nodes.isr("t", 0), nodes.leader("t", 0)) == ([3, 2], [3, 2], 3)
+    assert nodes.elect_preferred("t", 0) is True and nodes.leader("t", 0) == 2  # ElectLeaders
+    assert nodes.reassign("t", 0, [3, 2]) is True  # 2 stays a replica: it keeps the lead
+    assert (nodes.replicas("t", 0), nodes.isr("t", 0), nodes.leader("t", 0)) == ([3, 2], [3, 2], 2)
+    assert nodes.reassign("t", 0, [1, 3]) is True  # 2 removed: the first live replica leads
+    assert (nodes.replicas("t", 0), nodes.leader("t", 0)) == ([1, 3], 1)
     assert nodes.reassignment("t", 0) is None and nodes.reassigning() == {}
 
 

@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
-from tests.cluster.test_wire import metadata
+from tests.cluster.test_wire import find_coordinator, metadata
 from tests.security.test_acl_wire import ADMIN, DENY, RT, STANDARD, Op, add, binding
 from tests.wire import WireClient
 
@@ -179,3 +179,16 @@ def test_alter_needs_cluster_alter_and_list_cluster_describe(secured) -> None:
     with WireClient(bootstrap) as w:
         listed = w.request(LIST, 0, timeout=timedelta(seconds=5), topics=None)
     assert (listed.error_code, listed.topics) == (ErrorCode.cluster_authorization_failed, ())
+
+
+def test_moving_an_offsets_partition_moves_its_groups_coordinator(kafka_cluster):
+    bootstrap = kafka_cluster.bootstrap.split(",")[0]
+    broker = kafka_cluster.runner.broker
+    group = "follows-its-partition"
+    home = kafka_cluster.coordinator_of(group)
+    partition = kafka_cluster.runner.run(lambda: broker.coordinator.partition_for(group))
+    target = next(n for n in (1, 2, 3) if n != home)
+    moved = alter(bootstrap, {("__consumer_offsets", partition): [target]})
+    assert errors(moved) == {("__consumer_offsets", partition): (ErrorCode.none, None)}
+    assert kafka_cluster.coordinator_of(group) == target
+    assert find_coordinator(bootstrap, group).node_id == target
