@@ -34,12 +34,13 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: Any) ->
     cls = ctx.response_type
     topic_cls = item_type(cls, "responses")
     part_cls = item_type(topic_cls, "partitions")
-    allow_rf_change = bool(getattr(req, "allow_replication_factor_change", True))
-    echo = {"allow_replication_factor_change": allow_rf_change} if ctx.api_version >= 1 else {}
+    # v1+; v0 always allows a change. Echoed back from v1 (``make`` drops it for v0).
+    allow_rf_change = bool(req.allow_replication_factor_change) if ctx.api_version >= 1 else True
     if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         denied = ErrorCode.cluster_authorization_failed
         return make(cls, throttle_time=timedelta(0), error_code=denied,
-                    error_message=_CLUSTER_DENIED, **echo, responses=tuple(
+                    error_message=_CLUSTER_DENIED,
+                    allow_replication_factor_change=allow_rf_change, responses=tuple(
                         make(topic_cls, name=t.name, partitions=tuple(
                             make(part_cls, partition_index=p.partition_index, error_code=denied,
                                  error_message=_CLUSTER_DENIED) for p in t.partitions))
@@ -49,7 +50,7 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: Any) ->
     answers = await _service(ctx).alter(requested,
                                         allow_replication_factor_change=allow_rf_change)
     return make(cls, throttle_time=timedelta(0), error_code=ErrorCode.none, error_message=None,
-                **echo, responses=tuple(
+                allow_replication_factor_change=allow_rf_change, responses=tuple(
                     make(topic_cls, name=topic, partitions=tuple(
                         make(part_cls, partition_index=a.partition, error_code=a.error,
                              error_message=a.message) for a in answered))
