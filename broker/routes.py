@@ -57,6 +57,8 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     42: (0, 2, 0, _H + "groups"),  # DeleteGroups
     43: (0, 2, 0, _H + "elect_leaders"),
     44: (0, 1, 0, _H + "alter_configs"),  # IncrementalAlterConfigs
+    45: (0, 1, 0, _H + "partition_reassignments"),  # AlterPartitionReassignments
+    46: (0, 0, 0, _H + "partition_reassignments"),  # ListPartitionReassignments
     47: (0, 0, 0, _H + "offsets"),  # OffsetDelete
     48: (0, 1, 0, _H + "client_quotas"),  # DescribeClientQuotas
     49: (0, 1, 0, _H + "client_quotas"),  # AlterClientQuotas

@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="kafka-client-metrics.sh: client telemetry subscriptions (KIP-714): --alter, "
              "--describe, --list, --delete (see `kafkette client-metrics --help`)")
     client_metrics.add_argument("args", nargs=argparse.REMAINDER)
+    reassign = sub.add_parser(
+        "reassign-partitions", add_help=False,
+        help="kafka-reassign-partitions.sh: --execute, --verify, --cancel, --list, --generate "
+             "(see `kafkette reassign-partitions --help`)")
+    reassign.add_argument("args", nargs=argparse.REMAINDER)
     # Run by transactions_cli, which is imported only then (it imports the protocol codecs).
     txn = sub.add_parser("transactions", help="list and describe transactions")
     txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
@@ -259,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import client_metrics_command
 
         return client_metrics_command.main(argv[1:])
+    if argv[:1] == ["reassign-partitions"]:  # kafka-reassign-partitions.sh's flags
+        from . import reassign_command
+
+        return reassign_command.main(argv[1:])
     if argv[:1] == ["cluster"]:
         from . import cluster_command
 

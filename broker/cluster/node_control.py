@@ -85,6 +85,8 @@ class NodeControl:
             await broker._listen(view.listener, node_id, view.bound[1])
         node.live = True
         log.info("node %d started", node_id)
+        if self.nodes.complete_reassignments():  # their new replicas are live now
+            await broker.services.topics.save_replicas()
         await self._rebalance_coordinators()
 
     async def _rebalance_coordinators(self) -> None:

@@ -12,6 +12,13 @@ stays one copy; what clients see is Kafka's: the ISR is the live replicas (a sto
 it and comes back when started), the leader is the preferred replica or the first live one, and
 a partition with no live replica has no leader. A topic of replication factor 1 keeps following
 its preferred slot to the next live node, so single-replica tests keep working across stops.
+
+Reassignments (AlterPartitionReassignments) give a partition its own replica list over the
+topic's placement. One completes as soon as every target replica is live (the data is one copy:
+a live replica has caught up at once); a target replica on a stopped node keeps it in progress,
+listed with its adding and removing replicas, until that node starts or it is cancelled. The
+leader stays where it was while it remains an in-sync replica (Kafka's election on a replica
+change), else the first live replica of the new list leads.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from .reassignment import Reassignment, UncleanRevertError, completed, plan, revert
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -38,6 +47,9 @@ class ClusterNodes:
         self._leader_moves: dict[tuple[str, int], int] = {}
         # topic -> (replication factor, manual replica lists of its first partitions)
         self._replication: dict[str, tuple[int, list[list[int]]]] = {}
+        # (topic, partition) -> its replicas as a reassignment set them (with the adding and
+        # removing replicas of one in progress), over the topic's placement
+        self._reassigned: dict[tuple[str, int], Reassignment] = {}
 
     # Nodes -----------------------------------------------------------------------------------
     def live_ids(self) -> list[int]:
@@ -89,7 +101,8 @@ class ClusterNodes:
         moved = self._leader_moves.get((topic, partition))
         if moved is not None and self.nodes[moved].live:
             return moved
-        if topic in self._replication:
+        if topic in self._replication or (self._reassigned and
+                                          (topic, partition) in self._reassigned):
             return next((n for n in self.replicas(topic, partition) if self.nodes[n].live), -1)
         if topic == OFFSETS_TOPIC:  # the coordinators: partition p on the p-th node
             return self.preferred(partition)
@@ -97,7 +110,8 @@ class ClusterNodes:
 
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
         self.check_live(node_id)
-        if topic in self._replication and node_id not in self.replicas(topic, partition):
+        if ((topic in self._replication or (topic, partition) in self._reassigned)
+                and node_id not in self.replicas(topic, partition)):
             raise KeyError(f"node {node_id} is not a replica of {topic}-{partition}")
         self._leader_moves[(topic, partition)] = node_id
 
@@ -139,12 +153,18 @@ class ClusterNodes:
         self._replication.pop(topic, None)
         for key in [k for k in self._leader_moves if k[0] == topic]:
             del self._leader_moves[key]
+        for key in [k for k in self._reassigned if k[0] == topic]:
+            del self._reassigned[key]
 
     def replication_factor(self, topic: str) -> int:
         return self._replication.get(topic, (1, []))[0]
 
     def replicas(self, topic: str, partition: int) -> list[int]:
         """The partition's replicas, the preferred leader first."""
+        if self._reassigned:
+            reassigned = self._reassigned.get((topic, partition))
+            if reassigned is not None:
+                return reassigned.replicas
         spec = self._replication.get(topic)
         if spec is None:
             return [self.leader(topic, partition)]
@@ -167,6 +187,95 @@ class ClusterNodes:
         if any(not replicas for replicas in lists):
             lists = []
         self.set_replication(topic, min(factor, len(self._ids)), lists)
+
+    # Reassignments ---------------------------------------------------------------------------
+    def reassign(self, topic: str, partition: int, target: list[int]) -> bool:
+        """Move the partition to the replicas ``target`` (AlterPartitionReassignments): True
+        when that is done at once, False when it waits for a target replica to go live."""
+        key = (topic, partition)
+        leader = self.leader(topic, partition)
+        self._reassigned[key] = plan(self.replicas(topic, partition), target)
+        done = self._complete(key)
+        self._keep_leader(key, leader)
+        return done
+
+    def cancel_reassignment(self, topic: str, partition: int, *, allow_unclean: bool) -> bool:
+        """Put back the replicas the partition had before its reassignment in progress; False
+        when none is in progress. UncleanRevertError when none of them is in sync and
+        ``allow_unclean`` (unclean.leader.election.enable) is false."""
+        key = (topic, partition)
+        reassignment = self._reassigned.get(key)
+        if reassignment is None or not reassignment.in_progress:
+            return False
+        replicas, unclean = revert(reassignment, self.isr(topic, partition))
+        if unclean and not allow_unclean:
+            raise UncleanRevertError(f"{topic}:{partition}")
+        leader = self.leader(topic, partition)
+        self._reassigned[key] = Reassignment(replicas)
+        self._keep_leader(key, leader)
+        return True
+
+    def reassignment(self, topic: str, partition: int) -> Reassignment | None:
+        """The partition's reassignment in progress, None when there is none."""
+        reassignment = self._reassigned.get((topic, partition))
+        return reassignment if reassignment is not None and reassignment.in_progress else None
+
+    def reassigning(self) -> dict[str, list[int]]:
+        """topic -> its partitions with a reassignment in progress, in order."""
+        out: dict[str, list[int]] = {}
+        for (topic, partition), reassignment in sorted(self._reassigned.items()):
+            if reassignment.in_progress:
+                out.setdefault(topic, []).append(partition)
+        return out
+
+    def complete_reassignments(self) -> list[tuple[str, int]]:
+        """Complete the reassignments whose target replicas are all live now (after a node
+        started); returns the partitions completed."""
+        done = []
+        for key, reassignment in list(self._reassigned.items()):
+            if reassignment.in_progress:
+                leader = self.leader(*key)
+                if self._complete(key):
+                    self._keep_leader(key, leader)
+                    done.append(key)
+        return done
+
+    def reassigned(self) -> dict[str, dict[int, Reassignment]]:
+        """Every partition a reassignment placed, by topic (what is stored with the replicas)."""
+        out: dict[str, dict[int, Reassignment]] = {}
+        for (topic, partition), reassignment in sorted(self._reassigned.items()):
+            out.setdefault(topic, {})[partition] = reassignment
+        return out
+
+    def restore_reassigned(self, topic: str, partition: int, reassignment: Reassignment) -> None:
+        """Put back a stored reassignment; without the nodes this cluster does not have, only its
+        target is kept (or nothing, when none of it is left)."""
+        known = set(self._ids)
+        listed = {*reassignment.replicas, *reassignment.adding, *reassignment.removing}
+        if not listed <= known:
+            target = [n for n in reassignment.target if n in known]
+            if not target:
+                return
+            reassignment = Reassignment(target)
+        self._reassigned[(topic, partition)] = reassignment
+
+    def _complete(self, key: tuple[str, int]) -> bool:
+        reassignment = self._reassigned[key]
+        if not reassignment.in_progress:
+            return True
+        final = completed(reassignment, self.isr(*key))
+        if final is None:
+            return False
+        self._reassigned[key] = Reassignment(final)
+        return True
+
+    def _keep_leader(self, key: tuple[str, int], leader: int) -> None:
+        """Kafka's election on a replica change: the leader stays while it is a live replica,
+        else the first live replica leads."""
+        self._leader_moves.pop(key, None)
+        if (leader >= 0 and self.nodes[leader].live and leader in self.replicas(*key)
+                and self.leader(*key) != leader):
+            self._leader_moves[key] = leader
 
     def isr(self, topic: str, partition: int) -> list[int]:
         """The in-sync replicas: the live ones."""

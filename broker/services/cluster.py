@@ -10,6 +10,7 @@ from kafkette.coordinator.runtime.serving import SERVING_NODE
 
 if TYPE_CHECKING:
     from ..cluster.nodes import ClusterNodes
+    from ..cluster.reassignment import Reassignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,27 @@ class ClusterInfo:
         """Make the preferred replica the leader (ElectLeaders PREFERRED): True if it now
         leads, False if it already did, None if it is not live."""
         return False if self.nodes is None else self.nodes.elect_preferred(topic, partition)
+
+    def reassign(self, topic: str, partition: int, target: list[int]) -> None:
+        """Move the partition's replicas to ``target`` (AlterPartitionReassignments); one node
+        has nothing to move (its only valid target is itself)."""
+        if self.nodes is not None:
+            self.nodes.reassign(topic, partition, target)
+
+    def cancel_reassignment(self, topic: str, partition: int, *, allow_unclean: bool) -> bool:
+        """Cancel the partition's reassignment in progress; False when there is none.
+        UncleanRevertError (broker/cluster/reassignment.py) when that takes an unclean
+        election ``allow_unclean`` forbids."""
+        return self.nodes is not None and self.nodes.cancel_reassignment(
+            topic, partition, allow_unclean=allow_unclean)
+
+    def reassignment(self, topic: str, partition: int) -> Reassignment | None:
+        """The partition's reassignment in progress (replicas, adding, removing), if any."""
+        return None if self.nodes is None else self.nodes.reassignment(topic, partition)
+
+    def reassigning(self) -> dict[str, list[int]]:
+        """topic -> its partitions with a reassignment in progress."""
+        return {} if self.nodes is None else self.nodes.reassigning()
 
     def controller(self) -> int:
         return self.node_id if self.nodes is None else self.nodes.controller()

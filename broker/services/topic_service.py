@@ -28,6 +28,7 @@ from kafkette.storage.topic_config import (
 )
 from kafkette.storage.topics import LogManager, TopicExistsError, TopicInfo
 
+from ..cluster.reassignment import Reassignment
 from .config_entries import topic_config_entries
 from .errors import ServiceError, unknown_partition
 
@@ -177,21 +178,46 @@ class TopicService:
             if info is not None and str(info.topic_id) == entry.get("topic_id"):
                 self._nodes.restore_replication(name, int(entry["factor"]),
                                                 entry.get("assignment", []))
+                for partition, placed in entry.get("reassigned", {}).items():
+                    if int(partition) < info.partitions:
+                        self._nodes.restore_reassigned(name, int(partition), Reassignment(
+                            list(placed["replicas"]), list(placed.get("adding", [])),
+                            list(placed.get("removing", []))))
+        # a reassignment waiting for a node that was stopped: every node is live again
+        self._nodes.complete_reassignments()
+
+    async def save_replicas(self) -> None:
+        """Store the replicas of every topic, reassigned partitions included (several nodes)."""
+        if self._nodes is not None:
+            await self._save_replicas()
 
     async def _save_replicas(self) -> None:
         assert self._nodes is not None
-        topics = {}
+        topics: dict[str, dict[str, Any]] = {}
         for name, (factor, lists) in self._nodes.replication().items():
             info = self._logs.topic(name)
             if info is not None:
                 topics[name] = {"topic_id": str(info.topic_id), "factor": factor,
                                 "assignment": lists}
+        for name, partitions in self._nodes.reassigned().items():
+            info = self._logs.topic(name)
+            if info is not None:
+                entry = topics.setdefault(name, {"topic_id": str(info.topic_id), "factor": 1,
+                                                 "assignment": []})
+                entry["reassigned"] = {str(p): {"replicas": r.replicas, "adding": r.adding,
+                                                "removing": r.removing}
+                                       for p, r in partitions.items()}
         text = json.dumps({"version": 1, "topics": topics}, indent=1, sort_keys=True)
         await asyncio.to_thread(write_durably, self._logs.directory / REPLICAS_FILE, text)
 
     def _registered(self) -> list[int]:
         """The broker ids replicas may be placed on."""
         return [self._config.node_id] if self._nodes is None else self._nodes.registered()
+
+    def check_replica_assignment(self, replicas: Sequence[int]) -> None:
+        """A partition's new replicas (AlterPartitionReassignments): not empty, registered
+        brokers, none twice; ServiceError INVALID_REPLICA_ASSIGNMENT otherwise."""
+        self._check_assignment(replicas, None)
 
     def _check_assignment(self, replicas: Sequence[int], factor: int | None) -> None:
         """Kafka's validateManualPartitionAssignment."""

@@ -68,6 +68,7 @@ TOOL_TESTS = {
     "acls": "tests/security/test_acls_command.py",
     "configs": "tests/quotas/test_configs_command.py",
     "client-metrics": "tests/telemetry/test_client_telemetry.py",
+    "reassign-partitions": "tests/cluster/test_reassign_command.py",
     "--version": "tests/clitools/test_client_tools.py",
 }
 
@@ -80,6 +81,7 @@ def _tool_parser(tool: str, argv: list[str]) -> Any:
         configs_command,
         console_consumer,
         console_producer,
+        reassign_command,
         share_groups_command,
         topics_command,
     )
@@ -90,7 +92,8 @@ def _tool_parser(tool: str, argv: list[str]) -> Any:
     else:
         module = {"topics": topics_command, "console-producer": console_producer,
                   "console-consumer": console_consumer, "share-groups": share_groups_command,
-                  "acls": acls_command, "client-metrics": client_metrics_command}[tool]
+                  "acls": acls_command, "client-metrics": client_metrics_command,
+                  "reassign-partitions": reassign_command}[tool]
     return module.build_parser()
 
 
