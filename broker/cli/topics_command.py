@@ -202,8 +202,10 @@ class TopicTool:
         if args.partitions is not None and args.partitions < 1:
             raise ToolError("The partitions must be greater than 0")
         if args.replica_assignment:
-            topic = NewTopic(args.topic, replica_assignment=replica_assignment(
-                args.replica_assignment), config=configs)
+            assignment = replica_assignment(args.replica_assignment)
+            # librdkafka wants the partition count of the assignment beside it
+            topic = NewTopic(args.topic, num_partitions=len(assignment),
+                             replica_assignment=assignment, config=configs)
         else:
             topic = NewTopic(args.topic, num_partitions=args.partitions or -1,
                              replication_factor=args.replication_factor or -1, config=configs)

@@ -188,6 +188,11 @@ def test_topics_reports_and_json_follow_the_cluster(kafka_cluster) -> None:
     under = kafkette("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", "rep",
                      "--under-replicated-partitions")
     assert (under.returncode, under.stdout) == (0, "")
+    assert kafkette("topics", "--bootstrap-server", bootstrap, "--create", "--topic", "placed",
+                    "--replica-assignment", "1:2,2:3").returncode == 0
+    placed = json.loads(kafkette("topics", "--bootstrap-server", bootstrap, "--describe",
+                                 "--topic", "placed", "--json").stdout)[0]["partitions"]
+    assert [p["replicas"] for p in placed] == [[1, 2], [2, 3]]
     kafka_cluster.stop_node(3)
     under = kafkette("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", "rep",
                      "--under-replicated-partitions")
