@@ -111,7 +111,7 @@ class ControlApi:
             raise web.HTTPBadRequest(text=f"partition must be an integer, got {raw!r}")
         node = _node_id((await json_body(request)).get("node"))
         try:
-            self.broker.control.move_leader(topic, int(raw), node)
+            await self.broker.control.move_leader(topic, int(raw), node)
         except ClusterError as exc:
             raise web.HTTPBadRequest(text=str(exc)) from None
         return web.json_response({"topic": topic, "partition": int(raw), "node": node})

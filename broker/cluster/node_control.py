@@ -15,9 +15,28 @@ from typing import TYPE_CHECKING, Any
 from .nodes import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
+    from kafkette.coordinator.group.group_service import GroupCoordinator
+
     from .nodes import ClusterNodes
 
 log = logging.getLogger("kafkette.cluster")
+
+
+async def coordinators_follow_leaders(nodes: ClusterNodes,
+                                      coordinator: GroupCoordinator | None) -> None:
+    """Every ``__consumer_offsets`` partition whose leader changed (a stopped node, an
+    election, a reassignment, a moved leader) takes its groups' coordinator along: unloaded
+    where it was, loaded again on the new leader. None: the coordinator is still loading."""
+    if coordinator is None:
+        return
+    moves = [(p, nodes.coordinator_node(p)) for p, owner in coordinator.owners.items()
+             if owner != nodes.coordinator_node(p)]
+    await asyncio.gather(*(_move_partition(coordinator, p, to) for p, to in moves))
+
+
+async def _move_partition(coordinator: GroupCoordinator, partition: int, node_id: int) -> None:
+    coordinator.resign(partition, node_id)
+    await coordinator.elect(partition, node_id)
 
 
 class ClusterError(Exception):
@@ -90,18 +109,7 @@ class NodeControl:
         await self._rebalance_coordinators()
 
     async def _rebalance_coordinators(self) -> None:
-        coord = self.broker.coordinator
-        if coord is None:
-            return
-        moves = [(p, self.nodes.coordinator_node(p)) for p, owner in coord.owners.items()
-                 if owner != self.nodes.coordinator_node(p)]
-        await asyncio.gather(*(self._move_partition(p, to) for p, to in moves))
-
-    async def _move_partition(self, partition: int, node_id: int) -> None:
-        coord = self.broker.coordinator
-        assert coord is not None
-        coord.resign(partition, node_id)
-        await coord.elect(partition, node_id)
+        await coordinators_follow_leaders(self.nodes, self.broker.coordinator)
 
     async def move_coordinator(self, group_id: str, node_id: int) -> int:
         """Move the coordinator of ``group_id`` (its whole ``__consumer_offsets`` partition);
@@ -114,12 +122,14 @@ class NodeControl:
         partition = coord.partition_for(group_id)
         self.nodes.move_leader(OFFSETS_TOPIC, partition, node_id)  # Metadata agrees
         if coord.owners.get(partition) != node_id:
-            await self._move_partition(partition, node_id)
+            await _move_partition(coord, partition, node_id)
             log.info("coordinator of group %s (__consumer_offsets-%d) moved to node %d",
                      group_id, partition, node_id)
         return partition
 
-    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+    async def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Move a partition's leader (a ``__consumer_offsets`` one takes its groups'
+        coordinator along)."""
         if not self._node(node_id).live:
             raise ClusterError(f"node {node_id} is stopped")
         try:
@@ -127,3 +137,5 @@ class NodeControl:
         except KeyError as exc:  # not one of the partition's replicas
             raise ClusterError(exc.args[0]) from None
         log.info("leader of %s-%d moved to node %d", topic, partition, node_id)
+        if topic == OFFSETS_TOPIC:
+            await self._rebalance_coordinators()

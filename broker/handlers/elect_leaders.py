@@ -20,6 +20,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.build import item_type, make
 
+from ..cluster.node_control import coordinators_follow_leaders
+from ..cluster.nodes import OFFSETS_TOPIC
 from ..context import RequestContext
 from ..routes import api
 from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -36,7 +38,7 @@ _MESSAGES = {
 
 
 @api(43, 0, 2)
-def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
+async def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
     cls = ctx.response_type
     result_cls = item_type(cls, "replica_election_results")
     part_cls = item_type(result_cls, "partition_result")
@@ -70,6 +72,10 @@ def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
             answered.append(make(part_cls, partition_id=p, error_code=code,
                                  error_message=message))
         results.append(make(result_cls, topic=topic, partition_result=tuple(answered)))
+    nodes = ctx.cluster.nodes
+    if nodes is not None and any(topic == OFFSETS_TOPIC for topic, _, _ in wanted):
+        # a moved __consumer_offsets leader takes its groups' coordinator along
+        await coordinators_follow_leaders(nodes, ctx.services.groups.coordinator)
     return make(cls, throttle_time=timedelta(0), error_code=ErrorCode.none,
                 replica_election_results=tuple(results))
 

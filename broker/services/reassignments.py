@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from ..cluster.node_control import coordinators_follow_leaders
 from ..cluster.nodes import OFFSETS_TOPIC
 from ..cluster.reassignment import Reassignment, UncleanRevertError
 from .errors import ServiceError
@@ -82,14 +83,8 @@ class PartitionReassignments:
     async def _follow_leaders(self, offsets_partitions: list[int]) -> None:
         """Move the group coordinators of the ``__consumer_offsets`` partitions whose leader
         changed to it."""
-        coordinator = self._coordinator
-        if coordinator is None or self._cluster.nodes is None:
-            return
-        for partition in dict.fromkeys(offsets_partitions):
-            leader = self._cluster.leader(OFFSETS_TOPIC, partition)
-            if leader >= 0 and coordinator.owners.get(partition) != leader:
-                coordinator.resign(partition, leader)
-                await coordinator.elect(partition, leader)
+        if offsets_partitions and self._cluster.nodes is not None:
+            await coordinators_follow_leaders(self._cluster.nodes, self._coordinator)
 
     def _alter_one(self, topic: str, partition: int, target: list[int] | None,
                    allow_rf_change: bool) -> bool:

@@ -150,7 +150,7 @@ class ThreadedBroker:
 
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
         assert self.broker is not None
-        self.run(self.broker.control.move_leader, topic, partition, node_id)
+        self.run(self.broker.control.move_leader(topic, partition, node_id))
 
     def close(self) -> None:
         self.stop()

@@ -192,3 +192,25 @@ def test_moving_an_offsets_partition_moves_its_groups_coordinator(kafka_cluster)
     assert errors(moved) == {("__consumer_offsets", partition): (ErrorCode.none, None)}
     assert kafka_cluster.coordinator_of(group) == target
     assert find_coordinator(bootstrap, group).node_id == target
+
+
+def test_a_moved_or_elected_offsets_leader_takes_its_groups_coordinator(kafka_cluster):
+    from tests.adminapi.test_wire import elect
+
+    bootstrap = kafka_cluster.bootstrap.split(",")[0]
+    broker = kafka_cluster.runner.broker
+    group = "follows-its-leader"
+    home = kafka_cluster.coordinator_of(group)
+    partition = kafka_cluster.runner.run(lambda: broker.coordinator.partition_for(group))
+    target = next(n for n in (1, 2, 3) if n != home)
+    # a second replica, where the leader can move (the leader stays: it is still a replica)
+    alter(bootstrap, {("__consumer_offsets", partition): [home, target]})
+    assert kafka_cluster.coordinator_of(group) == home
+    kafka_cluster.move_leader("__consumer_offsets", partition, target)
+    assert kafka_cluster.coordinator_of(group) == target
+    assert find_coordinator(bootstrap, group).node_id == target
+    elected = elect(bootstrap, 2, 0, {"__consumer_offsets": [partition]})  # preferred
+    assert [(p.partition_id, p.error_code) for r in elected.replica_election_results
+            for p in r.partition_result] == [(partition, ErrorCode.none)]
+    assert kafka_cluster.coordinator_of(group) == home
+    assert find_coordinator(bootstrap, group).node_id == home
