@@ -10,14 +10,17 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclOperation,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from kafkette.broker.testing import KafkaBroker
 
 from .test_acl_sasl import JAAS, allow, as_user
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType  # noqa: E402
 
 TOPICS = {"orders-eu": 2, "orders-us": 1, "orders-secret": 2, "billing": 1}
 
