@@ -16,9 +16,24 @@ from kafkette.broker.config import BrokerConfig
 from kafkette.broker.security.config_keys import parse_add_scram
 from tests.tools import ROOT
 
-from .test_compose import _free_port, _start_broker, _stop, overrides, services
+from .test_compose import (
+    _entrypoint,
+    _free_port,
+    _start_broker,
+    _stop,
+    overrides,
+    services,
+)
 
 SECURE = {"certs", "kafkette-secure", "producer-secure", "consumer-secure"}
+# what the README has a user write on the host (after `docker compose cp` of ca.pem)
+HOST_PROPERTIES = """\
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.username=app
+sasl.password=app-secret
+ssl.ca.location=ca.pem
+"""
 CLIENTS = ("producer-secure", "consumer-secure")
 
 
@@ -160,6 +175,15 @@ def test_secure_services_run_here(tmp_path: Path) -> None:
             outputs[name] = sorted(line.split()[1] for line in ran.stdout.splitlines())
         assert outputs["producer-secure"] == outputs["consumer-secure"] == sorted(
             f"n={i}" for i in range(5))
+        # From the host, through the EXTERNAL listener, as the README shows: kafkette's
+        # librdkafka tools take librdkafka's property names, and the CA copied out
+        host_properties = tmp_path / "host.properties"
+        host_properties.write_text(HOST_PROPERTIES.replace("ca.pem", str(certs_here / "ca.pem")))
+        listed = subprocess.run([_entrypoint(), "topics", "--bootstrap-server",
+                                 f"127.0.0.1:{external}", "--command-config",
+                                 str(host_properties), "--list"],
+                                capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0 and "example-events" in listed.stdout.split(), listed
     finally:
         stderr = _stop(proc)
     assert "isn't a known config" not in stderr
