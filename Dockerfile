@@ -21,10 +21,11 @@ CMD ["serve", "--override", "listeners=PLAINTEXT://0.0.0.0:9092", "--override", 
 HEALTHCHECK --interval=2s --timeout=3s --start-period=10s --retries=30 \
     CMD ["python", "-m", "kafkette.broker.cli.healthcheck", "127.0.0.1:9092"]
 
-# The compose file's example producer and consumer (aiokafka).
+# The compose file's example producer and consumer (aiokafka), and the development certificates
+# of its SASL_SSL example (cryptography).
 FROM kafkette AS examples
-RUN pip install aiokafka==0.14.0
+RUN pip install aiokafka==0.14.0 cryptography==48.0.0
 WORKDIR /examples
-COPY examples/producer.py examples/consumer.py ./
+COPY examples/producer.py examples/consumer.py examples/client_settings.py examples/dev_certs.py ./
 ENTRYPOINT []
 HEALTHCHECK NONE

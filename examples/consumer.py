@@ -1,4 +1,5 @@
-"""Example consumer: reads $TOPIC in group $GROUP on $BOOTSTRAP and commits as it goes (aiokafka)."""
+"""Example consumer: reads $TOPIC in group $GROUP on $BOOTSTRAP and commits as it goes (aiokafka);
+a secured listener's settings come from the environment too (client_settings.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,15 @@ import json
 import os
 
 from aiokafka import AIOKafkaConsumer
+from client_settings import connection_settings
 
 
 async def main() -> None:
-    bootstrap = os.environ.get("BOOTSTRAP", "127.0.0.1:9092")
     topic = os.environ.get("TOPIC", "example-events")
     group = os.environ.get("GROUP", "example-group")
     limit = int(os.environ.get("COUNT", "0"))  # 0 = forever
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(topic, group_id=group, auto_offset_reset="earliest",
+                                enable_auto_commit=False, **connection_settings())
     await consumer.start()
     try:
         seen = 0

@@ -1,4 +1,5 @@
-"""Example producer: sends one JSON event a second to $TOPIC on $BOOTSTRAP (aiokafka)."""
+"""Example producer: sends one JSON event a second to $TOPIC on $BOOTSTRAP (aiokafka); a secured
+listener's settings come from the environment too (client_settings.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ import os
 import time
 
 from aiokafka import AIOKafkaProducer
+from client_settings import connection_settings
 
 
 async def main() -> None:
-    bootstrap = os.environ.get("BOOTSTRAP", "127.0.0.1:9092")
     topic = os.environ.get("TOPIC", "example-events")
     count = int(os.environ.get("COUNT", "0"))  # 0 = forever
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    producer = AIOKafkaProducer(acks="all", **connection_settings())
     await producer.start()
     try:
         n = 0

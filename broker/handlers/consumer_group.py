@@ -2,13 +2,17 @@
 consumer group protocol. Decode, call the coordinator service, encode. With ``consumer``
 missing from ``group.coordinator.rebalance.protocols`` both answer UNSUPPORTED_VERSION, as
 Kafka 4.0 does.
+
+With an authorizer, a heartbeat needs READ on its group and DESCRIBE on every topic it names
+(KafkaApis), and carries a ``TopicFilter`` of the topics its principal may DESCRIBE: the topics
+a regex subscription resolves to are filtered through it (GroupMetadataManager).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import cache, lru_cache, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -28,6 +32,9 @@ from ._groups_common import (
     respond_with,
 )
 from ._modern_describe import describe_groups
+
+if TYPE_CHECKING:
+    from ..security.acl_store import AclStore
 
 
 @api(68, 0, 1)
@@ -78,7 +85,28 @@ def _heartbeat_request(ctx: RequestContext, req: Any) -> HeartbeatRequest:
             [(tp.topic_id, tp.partitions) for tp in tps]),
         api_version=ctx.api_version,
         client_id="null" if ctx.client_id is None else ctx.client_id,
-        client_host=ctx.client_host)
+        client_host=ctx.client_host,
+        topic_filter=None if ctx.services.acls is None else DescribableTopics(
+            ctx.services.acls, ctx.principal, ctx.client_host[1:]))
+
+
+class DescribableTopics:
+    """The coordinator's ``TopicFilter`` of one member: the topic names its principal may
+    DESCRIBE from its address, decided when the coordinator asks (the group's regexes are
+    resolved after the heartbeat, so ACLs changed in between count)."""
+
+    __slots__ = ("_acls", "_principal", "_host")
+
+    def __init__(self, acls: AclStore, principal: str, host: str) -> None:
+        self._acls = acls
+        self._principal = principal
+        self._host = host
+
+    def __call__(self, names: frozenset[str]) -> frozenset[str]:
+        authorize, principal, host = self._acls.authorizer.authorize, self._principal, self._host
+        return frozenset(name for name in names
+                         if authorize(principal, host, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                      name))
 
 
 @cache

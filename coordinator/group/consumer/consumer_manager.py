@@ -62,6 +62,7 @@ from .migration import (
     upgrade_records,
     upgrade_refusal,
 )
+from .regex import TopicFilter
 
 log = logging.getLogger("kafkette.coordinator")
 
@@ -103,6 +104,9 @@ class ConsumerGroupManager:
         # group id -> (its heartbeat interval, the settings carrying it)
         self._group_settings: dict[str, tuple[int, HeartbeatSettings]] = {}
         self._regex_refreshed_at: dict[str, int] = {}
+        # group id -> the topic filter of the heartbeat that asked for the pending refresh
+        # (Kafka: one refresh at a time, resolved in the context of the member that asked)
+        self._regex_refresh_filters: dict[str, TopicFilter | None] = {}
         # group id -> (topics metadata version, group epoch) when its subscription metadata
         # was last computed: Kafka's metadata refresh deadline (soft state, never written)
         self._metadata_refreshed: dict[str, tuple[int, int]] = {}
@@ -221,7 +225,7 @@ class ConsumerGroupManager:
                  "to a classic group of %d members", group_id, leaving_id, len(remaining))
         for member in remaining:
             self._cancel_timers(group_id, member.member_id)
-        self.context.cancel(_regex_key(group_id))
+        self._cancel_regex_refresh(group_id)
         self.context.schedule(("consumer-downgrade", group_id), 0,
                               lambda shard: shard.group_manager.rebalance_after_downgrade(
                                   group_id))
@@ -240,21 +244,29 @@ class ConsumerGroupManager:
         return self._fenced(group_id, member_id, records,
                             "partitions not revoked within the rebalance timeout")
 
-    def _schedule_regex_refresh(self, group_id: str) -> None:
+    def _schedule_regex_refresh(self, group_id: str, topic_filter: TopicFilter | None) -> None:
+        """Resolve the group's regexes once the throttle allows, with ``topic_filter``, or
+        with the filter of the heartbeat whose refresh is pending already."""
+        self._regex_refresh_filters.setdefault(group_id, topic_filter)
         last = self._regex_refreshed_at.get(group_id)
         now = self.context.now_ms()
         delay = 0 if last is None else max(0, last + REGEX_REFRESH_INTERVAL_MS - now)
         self.context.schedule(_regex_key(group_id), delay,
                               lambda shard: shard.consumer_manager().refresh_regexes(group_id))
 
+    def _cancel_regex_refresh(self, group_id: str) -> None:
+        self.context.cancel(_regex_key(group_id))
+        self._regex_refresh_filters.pop(group_id, None)
+
     def refresh_regexes(self, group_id: str) -> Result:
+        topic_filter = self._regex_refresh_filters.pop(group_id, None)
         group = self.groups.get(group_id)
         if group is None:
             return Result((), None)
         now = self.context.now_ms()
         self._regex_refreshed_at[group_id] = now
         records = refresh_regexes(group, self.topics.lookup, self.topics.names(),
-                                  self.topics.metadata_version, now)
+                                  self.topics.metadata_version, now, topic_filter)
         return Result(encode_records(records), None)
 
     # ConsumerGroupHeartbeat (write) ----------------------------------------------------------
@@ -301,8 +313,10 @@ class ConsumerGroupManager:
             records = self._maybe_downgrade(group_id, result.member_id, records)
         on_durable: Callable[[], None] | None = None
         if result.regex_refresh_needed:
+            topic_filter = request.topic_filter
+
             def on_durable() -> None:
-                self._schedule_regex_refresh(group_id)
+                self._schedule_regex_refresh(group_id, topic_filter)
         if not records and not prefix:  # the regular heartbeat
             return Result((), result, on_durable=on_durable)
         return Result(prefix + encode_records(records), result, on_durable=on_durable)
@@ -499,6 +513,6 @@ class ConsumerGroupManager:
         group = self.groups.pop(group_id)
         self._regex_refreshed_at.pop(group_id, None)
         self._metadata_refreshed.pop(group_id, None)
-        self.context.cancel(_regex_key(group_id))
+        self._cancel_regex_refresh(group_id)
         return encode_records(group.tombstones())
 

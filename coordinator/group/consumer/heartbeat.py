@@ -46,7 +46,7 @@ from .consumer_group_state import (
 from .consumer_record_builders import Record
 from .member import ConsumerGroupMember, MemberState, assignment_from_pairs
 from .reconcile import reconcile
-from .regex import resolve_regex, validate_regex
+from .regex import TopicFilter, resolve_regexes, validate_regex
 from .target import build_target_assignment
 
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
@@ -70,6 +70,9 @@ class HeartbeatRequest:
     api_version: int = 1
     client_id: str = ""
     client_host: str = ""
+    # which topics this member may see (the broker's: those its principal may DESCRIBE);
+    # a regex resolution this heartbeat asks for keeps only those. None = every topic.
+    topic_filter: TopicFilter | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def owned_from(topic_partitions: Iterable[tuple[uuid.UUID, Iterable[int]]] | None
@@ -454,19 +457,19 @@ def _regex_changes(group: ConsumerGroup, member: ConsumerGroupMember,
 
 
 def refresh_regexes(group: ConsumerGroup, lookup: TopicLookup, topic_names: Iterable[str],
-                    metadata_version: int, now_ms: int) -> list[Record]:
+                    metadata_version: int, now_ms: int,
+                    topic_filter: TopicFilter | None = None) -> list[Record]:
     """Resolve every regex the group uses against ``topic_names`` (a write op of its own,
     Kafka's handleRegularExpressionsResult): one RegularExpression record per regex, then
-    PartitionMetadata and a group epoch bump if a resolution changed the subscription."""
-    names = list(topic_names)
+    PartitionMetadata and a group epoch bump if a resolution changed the subscription.
+    ``topic_filter`` is the one of the heartbeat that asked for the refresh: the matches it
+    refuses are left out of every regex (Kafka's filterTopicDescribeAuthorizedTopics, with
+    the context of the member that triggered the refresh)."""
     out: list[Record] = []
     bump = False
     resolved = {r: v.topics for r, v in group.resolved_regexes.items()}
-    for regex in sorted(r for r, n in group.regex_subscribers().items() if n > 0):
-        try:
-            topics = resolve_regex(regex, names)
-        except CoordinatorError:
-            continue  # validated when a member sent it; cannot happen
+    in_use = sorted(r for r, n in group.regex_subscribers().items() if n > 0)
+    for regex, topics in resolve_regexes(in_use, topic_names, topic_filter).items():
         previous = group.resolved_regexes.get(regex)
         if previous is None or previous.topics != topics:
             bump = True

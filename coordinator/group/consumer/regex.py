@@ -5,14 +5,18 @@ topic names with *full-match* semantics. google-re2 gives RE2's exact syntax (no
 backreferences); without it, Python's ``re`` is used, which accepts a superset of RE2.
 
 Which topics a pattern may match is the caller's choice: Kafka 4.0 resolves against every topic
-of the metadata image, internal ones included.
+of the metadata image, internal ones included, then keeps only the topics the principal of the
+member whose heartbeat asked for the resolution may DESCRIBE (GroupMetadataManager's
+filterTopicDescribeAuthorizedTopics). That decision is the broker's: it hands a ``TopicFilter``
+in with the heartbeat; the coordinator never sees an authorizer.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
+from typing import Protocol
 
 from kafkette.coordinator.runtime.error_codes import INVALID_REGULAR_EXPRESSION, CoordinatorError
 
@@ -71,3 +75,39 @@ def resolve_regex(pattern: str, topic_names: Iterable[str]) -> frozenset[str]:
     """The topic names that ``pattern`` fully matches."""
     matches = compile_regex(pattern)
     return frozenset(name for name in topic_names if matches(name))
+
+
+class TopicFilter(Protocol):
+    """The topic names a member may see, out of ``names``: with an authorizer, those its
+    principal may DESCRIBE (asked when the regexes are resolved, so ACLs changed since the
+    heartbeat count); the broker builds one per member connection."""
+
+    def __call__(self, names: frozenset[str]) -> frozenset[str]: ...
+
+
+def resolve_regexes(patterns: Iterable[str], topic_names: Iterable[str],
+                    topic_filter: TopicFilter | None = None) -> dict[str, frozenset[str]]:
+    """Each pattern -> the topic names it fully matches that ``topic_filter`` lets through
+    (None: all). The filter is asked once, about every matched name (Kafka authorizes each
+    distinct topic once and removes a denied one from every pattern). A pattern that does
+    not compile resolves to nothing (it was validated when a member sent it)."""
+    names = list(topic_names)
+    resolved: dict[str, frozenset[str]] = {}
+    for pattern in patterns:
+        try:
+            resolved[pattern] = resolve_regex(pattern, names)
+        except CoordinatorError:
+            log.error("regular expression %r does not compile; ignoring it", pattern)
+            resolved[pattern] = frozenset()
+    if topic_filter is None:
+        return resolved
+    matched = frozenset().union(*resolved.values())
+    if not matched:
+        return resolved
+    permitted = topic_filter(matched)
+    return _keep_only(resolved, permitted) if permitted != matched else resolved
+
+
+def _keep_only(resolved: Mapping[str, frozenset[str]], permitted: frozenset[str]
+               ) -> dict[str, frozenset[str]]:
+    return {pattern: topics & permitted for pattern, topics in resolved.items()}
