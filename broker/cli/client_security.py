@@ -26,6 +26,47 @@ class RequestSender(Protocol):
     def request(self, api_key: int, version: int, body: Any = None, **fields: Any) -> Any: ...
 
 
+# Kafka client settings librdkafka takes under another name or not at all (its types and
+# passwords of Java keystores: librdkafka reads PEM, or a PKCS#12 keystore by itself).
+_LIBRDKAFKA_DROPS = frozenset({"ssl.truststore.type", "ssl.truststore.password",
+                               "ssl.keystore.type", "sasl.jaas.config",
+                               "ssl.truststore.location", "ssl.truststore.certificates"})
+
+
+def librdkafka_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """A Kafka client properties file (``--command-config``, as kafka-*.sh read it) as the
+    librdkafka settings of the same login: ``sasl.jaas.config``'s username and password (or
+    an unsecured OAUTHBEARER subject), a PEM truststore as ``ssl.ca.location``, a PEM
+    keystore as certificate and key. librdkafka's own names pass through unchanged."""
+    out = {k: v for k, v in settings.items() if k not in _LIBRDKAFKA_DROPS}
+    jaas = settings.get("sasl.jaas.config")
+    if jaas:
+        options = parse_jaas(jaas).options
+        if "username" in options:
+            out.setdefault("sasl.username", options["username"])
+            out.setdefault("sasl.password", options.get("password", ""))
+        subject = options.get("unsecuredLoginStringClaim_sub")
+        if subject:
+            out.setdefault("sasl.oauthbearer.config", f"principal={subject}")
+            out.setdefault("enable.sasl.oauthbearer.unsecure.jwt", "true")
+    truststore = settings.get("ssl.truststore.location")
+    if truststore:
+        if settings.get("ssl.truststore.type", "PEM").upper() != "PEM":
+            raise ValueError(f"ssl.truststore.type={settings['ssl.truststore.type']}: librdkafka "
+                             "reads a PEM truststore (ssl.truststore.type=PEM, or ssl.ca.location)")
+        out.setdefault("ssl.ca.location", truststore)
+    if settings.get("ssl.truststore.certificates"):
+        out.setdefault("ssl.ca.pem", settings["ssl.truststore.certificates"])
+    keystore = settings.get("ssl.keystore.location")
+    if keystore and settings.get("ssl.keystore.type", "").upper() == "PEM":
+        del out["ssl.keystore.location"]
+        out.setdefault("ssl.certificate.location", keystore)
+        out.setdefault("ssl.key.location", keystore)
+    if settings.get("ssl.endpoint.identification.algorithm") == "":
+        out["ssl.endpoint.identification.algorithm"] = "none"
+    return out
+
+
 def wrap_socket(sock: socket.socket, host: str, settings: Mapping[str, str]) -> socket.socket:
     """``sock`` under TLS when ``security.protocol`` is SSL or SASL_SSL."""
     protocol = settings.get("security.protocol", "PLAINTEXT").upper()

@@ -88,10 +88,17 @@ def properties_file(path: str | None) -> dict[str, str]:
 
 
 def client_config(bootstrap: str, *layers: dict[str, str]) -> dict[str, Any]:
-    """librdkafka settings: the layers in order (later ones win), then the bootstrap servers."""
+    """librdkafka settings: the layers in order (later ones win), then the bootstrap servers.
+    Kafka's (Java) names of the login settings are taken as kafka-*.sh take them."""
+    from .client_security import librdkafka_settings
+
     conf: dict[str, Any] = {}
     for layer in layers:
-        conf.update({k: v for k, v in layer.items() if not k.endswith(_JAVA_ONLY)})
+        try:
+            translated = librdkafka_settings(layer)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        conf.update({k: v for k, v in translated.items() if not k.endswith(_JAVA_ONLY)})
     conf["bootstrap.servers"] = bootstrap
     conf.setdefault("log_level", "4")  # librdkafka's warnings and errors, not its notices
     return conf

@@ -166,3 +166,14 @@ def test_acls_logs_in_with_command_config(kafka_secure_broker_factory, tmp_path)
     assert code == 0 and "operation=READ" in out
     code, out = acls("eve", "--list")
     assert (code, out) == (1, "Error while executing ACL command: Cluster authorization failed.\n")
+    # the same Kafka-style file logs in kafkette's librdkafka tools (topics, console tools)
+    from kafkette.broker.cli import topics_command
+
+    created = io.StringIO()
+    assert topics_command.main(["--bootstrap-server", broker.bootstrap, "--command-config",
+                                properties("admin"), "--create", "--topic", "orders"],
+                               created) == 0
+    listed = io.StringIO()
+    assert topics_command.main(["--bootstrap-server", broker.bootstrap, "--command-config",
+                                properties("admin"), "--list"], listed) == 0
+    assert "orders" in listed.getvalue().split()
