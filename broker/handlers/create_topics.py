@@ -76,6 +76,6 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
                     for e in topics.new_topic_config_entries(created))
         except ServiceError as rej:
             fields.update(error_code=rej.code, error_message=rej.message)
-            log.info("create topic %r rejected: %s", t.name, rej.message)
+            log.info("create topic %r rejected: %s", t.name, rej.message or rej.code.name)
         results.append(make(result_cls, **fields))
     return make(cls, throttle_time=mutation_throttle(ctx, quota), topics=tuple(results))
