@@ -12,8 +12,9 @@ controller mutation quota's) and the connection is muted for it after the answer
 throttles the channel): answers still leave in request order.
 
 Not metered here: Produce and Fetch, whose handlers record their time with their byte rates
-(broker/handlers/_quota.py), and Kafka's cluster actions (``ApiKeys.clusterAction``: the
-inter-broker APIs, exempt from client quotas). Requests answered before authentication (the
+(broker/handlers/_quota.py; a Produce with acks=0 and a follower's Fetch are exempt there, as in
+Kafka), and Kafka's cluster actions (``ApiKeys.clusterAction``: the inter-broker APIs, exempt
+from client quotas). Requests answered before authentication (the
 SASL handshake on a SASL listener) never reach a handler, so are not metered either, as in
 Kafka, where they never reach KafkaApis.
 """

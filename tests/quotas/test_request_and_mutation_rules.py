@@ -225,3 +225,22 @@ def test_the_larger_of_the_handlers_throttle_and_the_request_quotas_is_answered(
 
     answer = request_quota.handle(create_topics, _ctx(quotas, 19, 7, mutes=[]), None)
     assert answer.throttle_time == timedelta(seconds=30)
+
+
+def test_produce_with_acks_0_is_exempt_from_the_request_quota(tmp_path) -> None:
+    from kafkette.broker.handlers._quota import produce_under_quota
+    from kafkette.broker.responses import NO_RESPONSE
+
+    quotas = _quotas(tmp_path)
+    _set(quotas, [("client-id", "app")], request_percentage=0.01)
+    mutes: list[int] = []
+
+    def produce() -> Any:
+        _busy(5)
+        return NO_RESPONSE
+
+    for acks, muted in ((0, False), (1, True)):
+        request = SimpleNamespace(topic_data=(), acks=acks)
+        assert produce_under_quota(_ctx(quotas, 0, 9, mutes=mutes), request, quotas,
+                                   produce) is NO_RESPONSE
+        assert bool(mutes) is muted
