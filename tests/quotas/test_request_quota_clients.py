@@ -177,3 +177,37 @@ def test_older_versions_are_throttled_instead(broker) -> None:
         sent = time.monotonic()
         _metadata(w)  # the connection is muted for the throttle time
         assert time.monotonic() - sent >= answer.throttle_time.total_seconds() * 0.9
+
+
+def test_a_consumer_group_member_under_request_percentage_still_consumes(kafka_broker_factory) \
+        -> None:
+    """Every group API of a throttled member (a parked JoinGroup, SyncGroup, heartbeats,
+    OffsetCommit) answers with its throttle time; the member joins, consumes and commits."""
+    from confluent_kafka import Consumer, Producer
+
+    broker = kafka_broker_factory(**CONFIG, **{"group.initial.rebalance.delay.ms": "0"})
+    bootstrap = broker.bootstrap
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(10):
+        producer.produce("grouped", str(i).encode())
+    producer.flush(30)
+    set_client_quota(bootstrap, "slow-member", "request_percentage=0.2")
+    throttles: list[float] = []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "slow-group",
+                         "client.id": "slow-member", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "session.timeout.ms": 10000,
+                         "heartbeat.interval.ms": 200,
+                         "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    consumer.subscribe(["grouped"])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 40
+    while len(got) < 10 and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    assert sorted(got) == sorted(str(i).encode() for i in range(10))
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed(consumer.assignment(), timeout=30)
+    consumer.close()
+    assert [tp.offset for tp in committed] == [10]
+    assert throttles and max(throttles) > 0
