@@ -50,6 +50,9 @@ DEFAULTS: dict[str, str] = {
     # Client quotas' rate samples (count, seconds each); the largest KIP-714 metrics push.
     "quota.window.num": "11",
     "quota.window.size.seconds": "1",
+    # controller_mutation_rate's token bucket holds num * seconds * rate partitions (KIP-599).
+    "controller.quota.window.num": "11",
+    "controller.quota.window.size.seconds": "1",
     "telemetry.max.bytes": "1048576",
     "max.connections": "2147483647",
     "max.connections.per.ip": "2147483647",
@@ -297,6 +300,8 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "fetch.max.bytes": ConfigKey("INT", at_least(1024)),
     "quota.window.num": ConfigKey("INT", at_least(1)),
     "quota.window.size.seconds": ConfigKey("INT", at_least(1)),
+    "controller.quota.window.num": ConfigKey("INT", at_least(1)),
+    "controller.quota.window.size.seconds": ConfigKey("INT", at_least(1)),
     "telemetry.max.bytes": ConfigKey("INT", at_least(1)),
     "max.connections": ConfigKey("INT", at_least(0)),
     "max.connections.per.ip": ConfigKey("INT", at_least(0)),

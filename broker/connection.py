@@ -33,7 +33,7 @@ from kafkette.protocol.codec import DecodeError, UnencodableResponse, codec
 from kafkette.protocol.framing import FrameError, FrameReader
 from kafkette.protocol.headers import HeaderError, HeaderParser
 
-from . import request_log, request_memo
+from . import request_log, request_memo, request_quota
 from .cluster.faults import FaultRegistry
 from .connection_limits import ConnectionLimits
 from .context import ConnectionClosing, RequestContext
@@ -112,7 +112,7 @@ class KafkaConnection(asyncio.Protocol):
         self._muted = False  # throttled (mute_for): neither read nor handle requests
         self._unmute_at = 0.0
         self._unmute_handle: asyncio.TimerHandle | None = None
-        self._mute = self.mute_for
+        self._mute, self._request_quota = self.mute_for, broker.services.quotas.request
         self._task: asyncio.Task | None = None
         # Handled requests not answered yet, in request order: (correlation id, codec, response
         # or None, future of it or None, perf_counter when read). Only OffsetCommits are handled
@@ -442,8 +442,9 @@ class KafkaConnection(asyncio.Protocol):
             handler = self._faults.handler_for(key, self._node_id, handler)
         if self._serve_as is not None:
             self._serve_as(self._node_id)
-        try:
-            # DEBUG: one line a request
+        if self._request_quota.enabled:  # a request_percentage is set: see request_quota
+            handler = request_quota.metered(handler)
+        try:  # DEBUG: one line a request
             result = request_log.handle(handler, ctx, body) if self._debug else handler(ctx, body)
         except Exception:
             log.exception("handler for api %d v%d failed; closing %s", key, version, self.peer)

@@ -5,30 +5,26 @@ throttle time goes into the response's ``throttle_time_ms`` and the connection i
 A throttled Fetch is answered with no data (its bytes are taken back off the rate), and a Fetch
 is never given more than its quota allows in the sample windows (Kafka's
 getMaxValueInQuotaWindow). These run only while some quota is set (``ClientQuotas.active``).
+
+CreateTopics, CreatePartitions and DeleteTopics take a controller mutation quota
+(``mutation_quota``) that their topics are charged to, and answer its throttle time
+(``mutation_throttle``). Every other API is under the request quota through the connection
+(broker/request_quota.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from kafkette.protocol.build import field_names
-
 from ..context import RequestContext
+from ..request_quota import with_throttle
 from ..responses import SplicedResponse
 from ..services.client_quotas import ClientQuotas, user_of
-
-
-def with_throttle(result: Any, throttle_ms: int) -> Any:
-    """A response object with ``throttle_time_ms`` set (NO_RESPONSE and the like as they are)."""
-    if dataclasses.is_dataclass(result) and not isinstance(result, type) \
-            and "throttle_time" in field_names(type(result)):
-        return dataclasses.replace(result, throttle_time=timedelta(milliseconds=throttle_ms))
-    return result
+from ..services.mutation_quota import MutationQuota
 
 
 def _mute(ctx: RequestContext, throttle_ms: int) -> None:
@@ -44,8 +40,10 @@ def produce_under_quota(ctx: RequestContext, req: Any, quotas: ClientQuotas,
     elapsed = time.perf_counter_ns() - started
     now = quotas.now_ms()
     user, client = user_of(ctx.principal), ctx.client_id or ""
+    # acks=0 is exempt from the request quota (Kafka's sendNoOpResponseExemptThrottle)
     throttle = max(quotas.produce.record(user, client, size, now) if quotas.produce.enabled
-                   else 0, quotas.record_request_time(ctx.principal, ctx.client_id, elapsed, now))
+                   else 0, quotas.record_request_time(ctx.principal, ctx.client_id, elapsed, now)
+                   if req.acks != 0 else 0)
     if not throttle:
         return result
     _mute(ctx, throttle)
@@ -95,3 +93,26 @@ def _settle_fetch(ctx: RequestContext, quotas: ClientQuotas, response: Any, elap
         quotas.fetch.unrecord(user, client, response.size, now)
     _mute(ctx, throttle)
     return throttled(throttle)
+
+
+def mutation_quota(ctx: RequestContext, strict_since: int) -> MutationQuota | None:
+    """The request's controller mutation quota (KIP-599), strict from version ``strict_since``
+    on; None when the client has no controller_mutation_rate (or none is set at all)."""
+    quotas = ctx.services.quotas
+    if not quotas.mutation.enabled:
+        return None
+    return quotas.mutation_quota(ctx.principal, ctx.client_id, ctx.api_version >= strict_since)
+
+
+def mutation_throttle(ctx: RequestContext, quota: MutationQuota | None) -> timedelta:
+    """The response's throttle time under the mutation quota; the connection is muted for it
+    (the request quota's, if larger, is applied on top by broker/request_quota.py)."""
+    throttle_ms = quota.throttle_ms() if quota is not None else 0
+    if not throttle_ms:
+        return _NO_THROTTLE
+    if ctx.mute is not None:
+        ctx.mute(throttle_ms)
+    return timedelta(milliseconds=throttle_ms)
+
+
+_NO_THROTTLE = timedelta(0)

@@ -13,6 +13,7 @@ from ..context import RequestContext
 from ..routes import api
 from ..security.acl import AclOperation, ResourceType
 from ..services import ServiceError
+from ._quota import mutation_quota, mutation_throttle
 
 
 @api(37, 0, 3)
@@ -30,6 +31,7 @@ async def handle_create_partitions(ctx: RequestContext, req: Any):
             make(result_cls, name=t.name, error_code=ErrorCode.topic_authorization_failed,
                  error_message=None)
             for t in req.topics))
+    quota = mutation_quota(ctx, strict_since=3)  # controller_mutation_rate (KIP-599)
     results = []
     for t in req.topics:
         code, message = ErrorCode.none, None
@@ -41,8 +43,9 @@ async def handle_create_partitions(ctx: RequestContext, req: Any):
             continue
         try:
             await ctx.services.topics.add_partitions(t.name, t.count, assignments,
-                                                     validate_only=req.validate_only)
+                                                     validate_only=req.validate_only,
+                                                     quota=quota)
         except ServiceError as exc:
             code, message = exc.code, exc.message
         results.append(make(result_cls, name=t.name, error_code=code, error_message=message))
-    return make(cls, throttle_time=timedelta(0), results=tuple(results))
+    return make(cls, throttle_time=mutation_throttle(ctx, quota), results=tuple(results))

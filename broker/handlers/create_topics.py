@@ -16,6 +16,7 @@ from ..context import RequestContext
 from ..routes import api
 from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..services import ServiceError
+from ._quota import mutation_quota, mutation_throttle
 
 log = logging.getLogger("kafkette.admin")
 ZERO_UUID = uuid.UUID(int=0)
@@ -46,6 +47,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
                              else rej.code),
                  error_message=("Authorization failed." if t.name in refused else rej.message),
                  num_partitions=-1, replication_factor=-1, configs=None) for t in req.topics))
+    quota = mutation_quota(ctx, strict_since=6)  # controller_mutation_rate (KIP-599)
     results = []
     for t in req.topics:
         fields: dict[str, Any] = dict(name=t.name, topic_id=ZERO_UUID, error_code=ErrorCode.none,
@@ -62,7 +64,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
             created = await topics.create(
                 t.name, t.num_partitions, t.replication_factor,
                 [a.broker_ids for a in t.assignments], {c.name: c.value for c in t.configs},
-                validate_only=req.validate_only)
+                validate_only=req.validate_only, quota=quota)
             fields.update(topic_id=created.topic_id, num_partitions=created.partitions,
                           replication_factor=created.replication_factor)
             if t.name in hidden_configs:
@@ -74,6 +76,6 @@ async def handle_create_topics(ctx: RequestContext, req: Any):
                     for e in topics.new_topic_config_entries(created))
         except ServiceError as rej:
             fields.update(error_code=rej.code, error_message=rej.message)
-            log.info("create topic %r rejected: %s", t.name, rej.message)
+            log.info("create topic %r rejected: %s", t.name, rej.message or rej.code.name)
         results.append(make(result_cls, **fields))
-    return make(cls, throttle_time=timedelta(0), topics=tuple(results))
+    return make(cls, throttle_time=mutation_throttle(ctx, quota), topics=tuple(results))

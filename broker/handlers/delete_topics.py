@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -15,6 +14,7 @@ from ..routes import api
 from ..security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..services import ServiceError
 from ._groups_common import coordinator
+from ._quota import mutation_quota, mutation_throttle
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -30,6 +30,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any):
     # DELETE on the cluster covers every topic, else DESCRIBE and DELETE on each (one named by
     # an id it may not DESCRIBE is answered without its name)
     everything = ctx.authorize(AclOperation.DELETE, ResourceType.CLUSTER, CLUSTER_NAME)
+    quota = mutation_quota(ctx, strict_since=5)  # controller_mutation_rate (KIP-599)
     results = []
     for name, topic_id in wanted:
         try:
@@ -42,7 +43,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any):
                                                            ResourceType.TOPIC, known):
                     name = known
                     raise ServiceError(ErrorCode.topic_authorization_failed)
-            info = await ctx.services.topics.delete(name, topic_id)
+            info = await ctx.services.topics.delete(name, topic_id, quota)
             await coordinator(ctx).on_partitions_deleted(
                 [(info.name, p) for p in range(info.partitions)])
             name, topic_id, code, message = info.name, info.topic_id, ErrorCode.none, None
@@ -50,7 +51,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any):
             code, message = exc.code, exc.message
         results.append(make(result_cls, name=name, topic_id=topic_id or ZERO_UUID,
                             error_code=code, error_message=message))
-    return make(cls, throttle_time=timedelta(0), responses=tuple(results))
+    return make(cls, throttle_time=mutation_throttle(ctx, quota), responses=tuple(results))
 
 
 def _name_of(ctx: RequestContext, topic_id: uuid.UUID | None) -> str | None:

@@ -119,7 +119,8 @@ def handle_fetch(ctx: RequestContext, req: Any):
         wanted = [(t.topic, None, t.partitions) for t in req.topics]
     max_bytes = min(req.max_bytes, ctx.services.records.fetch_max_bytes)
     quotas = ctx.services.quotas
-    if quotas.active:  # some client quota is set: this client's may throttle it
+    # some client quota is set: this client's may throttle it (never a follower's, as in Kafka)
+    if quotas.active and _replica_id(req) < 0:
         return fetch_under_quota(ctx, quotas, max_bytes,
                                  lambda limit: _fetch(ctx, req, keys, wanted, limit),
                                  lambda throttle_ms: _throttled(version, throttle_ms))
@@ -146,13 +147,18 @@ def _fetch(ctx: RequestContext, req: Any, keys: list[Any], wanted: list[Any],
     return _long_poll(session, answer, max_wait, req.min_bytes)
 
 
-def _readable(ctx: RequestContext, req: Any) -> Any:
-    """Which topics this Fetch may read: a consumer needs READ on each; a follower (replica id
-    >= 0) CLUSTER_ACTION on the cluster, for all of them."""
+def _replica_id(req: Any) -> int:
+    """The fetching replica's id; -1 for a consumer."""
     replica_id = getattr(req, "replica_id", -1)
     if getattr(req, "replica_state", None) is not None:
         replica_id = req.replica_state.replica_id if replica_id < 0 else replica_id
-    if replica_id >= 0:
+    return replica_id
+
+
+def _readable(ctx: RequestContext, req: Any) -> Any:
+    """Which topics this Fetch may read: a consumer needs READ on each; a follower (replica id
+    >= 0) CLUSTER_ACTION on the cluster, for all of them."""
+    if _replica_id(req) >= 0:
         allowed = ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
         return lambda _name: allowed
     return lambda name: ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)

@@ -1,5 +1,6 @@
-"""Client quotas that bite: Kafka's ClientQuotaManager for produce and fetch byte rates and
-ClientRequestQuotaManager for request time, over the limits of ``client_quota_store``.
+"""Client quotas that bite: Kafka's ClientQuotaManager for produce and fetch byte rates,
+ClientRequestQuotaManager for request time and ControllerMutationQuotaManager for partition
+mutations (``mutation_quota``), over the limits of ``client_quota_store``.
 
 Each (user, client id) a quota applies to has a rate measured as Kafka's ``Rate`` measures it:
 ``quota.window.num`` samples of ``quota.window.size.seconds`` each, the rate being the samples'
@@ -15,7 +16,8 @@ id, default user, client id, default client id. The first one set wins; the rate
 (user, client id) of that level (``""`` for the part the level does not name), so clients
 under one user quota share one rate, and each user under the default user quota has its own.
 
-No quota set: ``active`` is False and the hot paths check nothing else.
+No quota set: ``active`` is False and the hot paths check nothing else; the connection checks
+``request.enabled`` alone (broker/request_quota.py meters every other API).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from .client_quota_store import (
     CLIENT_ID,
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
@@ -34,6 +37,7 @@ from .client_quota_store import (
     Entity,
     entity_of,
 )
+from .mutation_quota import MutationQuota, TokenBucket
 
 # The (user, client id) levels a quota is looked up at, in Kafka's order: (user part, client
 # part) of the entity, each "name" (the request's own), "default" or absent; and which parts
@@ -185,17 +189,24 @@ class QuotaKind:
 class ClientQuotas:
     """The produce, fetch and request quotas of every client, following the store."""
 
-    def __init__(self, store: ClientQuotaStore, samples: int, window_seconds: int) -> None:
+    def __init__(self, store: ClientQuotaStore, samples: int, window_seconds: int,
+                 mutation_samples: int = 11, mutation_window_seconds: int = 1) -> None:
         window_ms = window_seconds * 1000
         self.store = store
         self.produce = QuotaKind(PRODUCER_BYTE_RATE, samples, window_ms)
         self.fetch = QuotaKind(CONSUMER_BYTE_RATE, samples, window_ms)
         self.request = QuotaKind(REQUEST_PERCENTAGE, samples, window_ms, window_ms)
+        # controller_mutation_rate: the limits (its rates are the token buckets below)
+        self.mutation = QuotaKind(CONTROLLER_MUTATION_RATE, mutation_samples,
+                                  mutation_window_seconds * 1000)
+        # the bucket holds at most the sample windows' worth of the rate (Kafka's burst)
+        self._burst_seconds = max(mutation_samples, 1) * max(mutation_window_seconds, 1)
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
         self.active = False  # any produce, fetch or request quota set
         store.on_change.append(self._reload)
 
     def _reload(self) -> None:
-        for kind in (self.produce, self.fetch, self.request):
+        for kind in (self.produce, self.fetch, self.request, self.mutation):
             values = {entity: quotas[kind.key] for entity, quotas in self.store.entities.items()
                       if kind.key in quotas}
             kind.reset(values.get, bool(values))
@@ -209,6 +220,9 @@ class ClientQuotas:
                          for entity, quotas in self.store.entities.items()],
             "produce": self.produce.measured(now), "fetch": self.fetch.measured(now),
             "request": self.request.measured(now),
+            "controller_mutation": [
+                {"user": user, "client_id": client, "tokens": bucket.tokens}
+                for (user, client), bucket in sorted(self._buckets.items())],
         }
 
     @staticmethod
@@ -222,3 +236,20 @@ class ClientQuotas:
             return 0
         return self.request.record(user_of(principal), client_id or "",
                                    nanos * _NANOS_TO_PERCENTAGE, now_ms)
+
+    def mutation_quota(self, principal: str, client_id: str | None,
+                       strict: bool) -> MutationQuota | None:
+        """The controller mutation quota of one CreateTopics / CreatePartitions / DeleteTopics
+        (strict for the versions that know THROTTLING_QUOTA_EXCEEDED); None when the client
+        has no controller_mutation_rate."""
+        if not self.mutation.enabled:
+            return None
+        found = self.mutation.limit(user_of(principal), client_id or "")
+        if found is None:
+            return None
+        rate, rate_key = found
+        burst = rate * self._burst_seconds
+        bucket = self._buckets.get(rate_key)
+        if bucket is None:
+            bucket = self._buckets[rate_key] = TokenBucket(burst, self.now_ms())
+        return MutationQuota(bucket, rate, burst, self.now_ms, strict=strict)

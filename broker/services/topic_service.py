@@ -34,6 +34,7 @@ from .errors import ServiceError, unknown_partition
 
 if TYPE_CHECKING:
     from ..cluster.nodes import ClusterNodes
+    from .mutation_quota import MutationQuota
 
 log = logging.getLogger("kafkette.topics")
 failures = RateLimitedLog(log)  # a full disk fails every auto-creation: a line a while
@@ -143,8 +144,12 @@ class TopicService:
 
     async def create(self, name: str, partitions: int, replication_factor: int,
                      assignments: Sequence[Sequence[int]], configs: Mapping[str, str | None],
-                     *, validate_only: bool) -> NewTopic:
+                     *, validate_only: bool, quota: MutationQuota | None = None) -> NewTopic:
+        """``quota``: the request's controller mutation quota, charged for the partitions of a
+        topic that passed every check (refused there with THROTTLING_QUOTA_EXCEEDED)."""
         topic = self._check_new(name, partitions, replication_factor, assignments, configs)
+        if quota is not None:
+            quota.record(topic.partitions)
         if validate_only:
             return topic
         try:
@@ -294,8 +299,10 @@ class TopicService:
         return None
 
     # DeleteTopics ------------------------------------------------------------------------------
-    async def delete(self, name: str | None, topic_id: uuid.UUID | None) -> TopicInfo:
-        """Delete a topic given by name, or by id when no name is given; returns what it was."""
+    async def delete(self, name: str | None, topic_id: uuid.UUID | None,
+                     quota: MutationQuota | None = None) -> TopicInfo:
+        """Delete a topic given by name, or by id when no name is given; returns what it was.
+        ``quota`` is charged for its partitions last (see ``create``)."""
         if name is None and topic_id is not None and topic_id != ZERO_UUID:
             info = self._logs.topic_by_id(topic_id)
             if info is None:
@@ -310,6 +317,8 @@ class TopicService:
         if info.internal:
             raise ServiceError(INTERNAL_TOPIC_REFUSED,
                                f"Internal topic {info.name} cannot be deleted.")
+        if quota is not None:
+            quota.record(info.partitions)
         await self._logs.delete_topic(info.name)
         if self._nodes is not None:
             self._nodes.forget(info.name)
@@ -332,7 +341,8 @@ class TopicService:
 
     async def add_partitions(self, name: str, count: int,
                              assignments: Sequence[Sequence[int]] | None,
-                             *, validate_only: bool) -> None:
+                             *, validate_only: bool, quota: MutationQuota | None = None) -> None:
+        """``quota`` is charged for the partitions added last (see ``create``)."""
         info = self.require(name)
         if info.internal:
             raise ServiceError(INTERNAL_TOPIC_REFUSED,
@@ -352,6 +362,8 @@ class TopicService:
             factor = 1 if self._nodes is None else self._nodes.replication_factor(name)
             for replicas in assignments:
                 self._check_assignment(replicas, factor)
+        if quota is not None:
+            quota.record(count - info.partitions)
         if not validate_only:
             await self._logs.create_partitions(name, count)
             if self._nodes is not None and assignments:
