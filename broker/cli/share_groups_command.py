@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to-latest", action="store_true")
     p.add_argument("--timeout", type=int, default=30000, metavar="MS")
     p.add_argument("--command-config", metavar="FILE",
-                   help="client properties; client.id is used, security settings must be PLAINTEXT")
+                   help="client properties: client.id, and a TLS/SASL login (security.protocol, "
+                        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...)")
     return p
 
 
@@ -428,7 +429,8 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
         args = build_parser().parse_args(list(argv))
         action = check_args(args)
         with ShareAdminClient(args.bootstrap_server, timeout=max(args.timeout, 1000) / 1000,
-                              client_id=args.client.get("client.id", "kafkette-admin")) as admin:
+                              client_id=args.client.get("client.id", "kafkette-admin"),
+                              security=args.client) as admin:
             return COMMANDS[action](admin, args, out)
     except UsageError as exc:
         print(f"kafkette share-groups: {exc}", file=sys.stderr)
