@@ -82,8 +82,13 @@ def cmd_list(admin: TransactionsAdmin, _args: argparse.Namespace, out: TextIO) -
         by_broker = admin.list_transactions()
     except TxnAdminError as exc:
         raise _failed("Failed to list transactions", exc) from None
-    table(LIST_HEADERS, [(tid, str(node), str(pid), state)
-                         for node, rows in by_broker.items() for tid, pid, state in rows], out)
+    # Each broker lists the transactions it coordinates; under ``kafkette serve --nodes N``
+    # every node answers for the one shared coordinator, so an id is listed once (first broker).
+    rows: dict[str, tuple[str, str, str, str]] = {}
+    for node, listed in by_broker.items():
+        for tid, pid, state in listed:
+            rows.setdefault(tid, (tid, str(node), str(pid), state))
+    table(LIST_HEADERS, list(rows.values()), out)
 
 
 def cmd_describe(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO) -> None:
