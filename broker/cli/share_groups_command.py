@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
 from .admin_client import EARLIEST, LATEST, AdminError
-from .groups_command import parse_datetime, parse_topics, read_client_config
+from .client_security import ClientConfigError, read_command_config
+from .groups_command import parse_datetime, parse_topics
 from .share_admin_client import OffsetRow, ShareAdminClient, ShareGroupRow
 
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
@@ -168,7 +169,10 @@ def check_args(args: argparse.Namespace) -> str:
         flag = next(n for n in ("dry-run", "execute", "all-topics")
                     if getattr(args, n.replace("-", "_")))
         raise UsageError(f"Option(s) {_o(flag)} are only used with {_o('reset-offsets')}")
-    args.client = read_client_config(args.command_config)
+    try:
+        args.client = read_command_config(args.command_config)
+    except ClientConfigError as exc:
+        raise UsageError(str(exc)) from None
     return actions[0]
 
 
