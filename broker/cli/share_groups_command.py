@@ -23,6 +23,7 @@ from typing import Any, NoReturn, TextIO
 from .admin_client import EARLIEST, LATEST, AdminError
 from .client_security import ClientConfigError, read_command_config
 from .groups_command import parse_datetime, parse_topics
+from .groups_parser import UsageError as TopicSpecError  # parse_topics' and parse_datetime's
 from .share_admin_client import OffsetRow, ShareAdminClient, ShareGroupRow
 
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
@@ -436,7 +437,7 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
                               client_id=args.client.get("client.id", "kafkette-admin"),
                               security=args.client) as admin:
             return COMMANDS[action](admin, args, out)
-    except UsageError as exc:
+    except (UsageError, TopicSpecError) as exc:
         print(f"kafkette share-groups: {exc}", file=sys.stderr)
         return 1
     except Refused as exc:
