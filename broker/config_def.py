@@ -128,6 +128,9 @@ DEFAULTS: dict[str, str] = {
     "transactional.id.expiration.ms": "604800000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
     "add.partitions.to.txn.retry.backoff.max.ms": "100",
+    # Produce verification (KIP-890 part 1): a transactional batch must go to a partition of
+    # the producer's ongoing transaction; false lets hanging transactions happen, as in Kafka.
+    "transaction.partition.verification.enable": "true",
     # The finalized level of the transaction.version feature (Kafka finalizes it with
     # kafka-storage format / kafka-features): 2 enables KIP-890's transaction version 2.
     "transaction.version": "2",
@@ -265,6 +268,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "group.initial.rebalance.delay.ms": ConfigKey("INT", at_least(0)),
     "add.partitions.to.txn.retry.backoff.max.ms": ConfigKey("INT", at_least(0)),
     "transaction.version": ConfigKey("SHORT", between(0, 2)),
+    "transaction.partition.verification.enable": ConfigKey("BOOLEAN"),
     "share.coordinator.state.topic.num.partitions": ConfigKey("INT", at_least(1)),
     "share.coordinator.state.topic.segment.bytes": ConfigKey("INT", at_least(1)),
     "share.coordinator.snapshot.update.records.per.snapshot": ConfigKey("INT", between(0, 500)),

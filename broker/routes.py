@@ -45,6 +45,7 @@ TABLE: dict[int, tuple[int, int, int, str]] = {
     24: (0, 5, 0, _H + "transactions"),  # AddPartitionsToTxn
     25: (0, 4, 0, _H + "transactions"),  # AddOffsetsToTxn
     26: (0, 5, 0, _H + "transactions"),  # EndTxn
+    27: (1, 2, 1, _H + "write_txn_markers"),
     28: (0, 5, 0, _H + "transactions"),  # TxnOffsetCommit
     29: (1, 3, 1, _H + "acls"),  # DescribeAcls
     30: (1, 3, 1, _H + "acls"),  # CreateAcls

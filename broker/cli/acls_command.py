@@ -21,10 +21,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import NoReturn, TextIO
 
-from ..config import read_properties
 from ..security.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -35,6 +33,7 @@ from ..security.acl import (
     ResourceType,
 )
 from .admin_client import AclFilterRow, AdminClient, AdminError
+from .client_security import ClientConfigError, read_command_config
 
 # (resource type, name or None for any, pattern type): a ResourcePatternFilter
 Resource = tuple[ResourceType, str | None, PatternType]
@@ -326,11 +325,11 @@ def main(argv: Sequence[str], out: TextIO | None = None,
         print(f"kafkette acls: {exc}", file=sys.stderr)
         return 1
     try:
-        security = read_properties(Path(args.command_config)) if args.command_config else None
+        security = read_command_config(args.command_config) or None
         with AdminClient(args.bootstrap_server, client_id="kafkette-acls",
                          security=security) as admin:
             return COMMANDS[action](admin, args, out or sys.stdout, confirm)
-    except UsageError as exc:
+    except (UsageError, ClientConfigError) as exc:
         print(f"kafkette acls: {exc}", file=sys.stderr)
         return 1
     except (AdminError, OSError) as exc:

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 
+from .client_security import AuthError
 from .wire_client import WireClient, WireError
 
 API_VERSIONS, METADATA, LIST_OFFSETS, FIND_COORDINATOR = 18, 3, 2, 10
@@ -74,8 +75,14 @@ def parse_bootstrap(bootstrap: str) -> list[str]:
 
 
 class AdminClient(WireClient):
+    # The APIs this client uses and the version range it knows the shape of (subclasses add).
+    known_versions: Mapping[int, tuple[int, int]] = OURS
+
     def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin",
                  security: Mapping[str, str] | None = None):
+        """``security``: the ``--command-config`` properties of a TLS and/or SASL listener
+        (broker/cli/client_security.py); a refused login is an AdminError with the broker's
+        message."""
         errors = []
         for server in parse_bootstrap(bootstrap):  # the first one that answers, as Kafka's clients
             try:
@@ -83,6 +90,8 @@ class AdminClient(WireClient):
                 break
             except OSError as exc:
                 errors.append(f"{server}: {exc.strerror or exc}")
+            except AuthError as exc:
+                raise AdminError(str(exc)) from None
         else:
             raise AdminError(f"cannot connect to {bootstrap} ({'; '.join(errors)})")
         self.versions = self._negotiate()
@@ -93,7 +102,7 @@ class AdminClient(WireClient):
             raise AdminError(f"ApiVersions failed: {error_name(response.error_code)}")
         theirs = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
         chosen: dict[int, int] = {}
-        for key, (lo, hi) in OURS.items():
+        for key, (lo, hi) in self.known_versions.items():
             if key in theirs:
                 best = min(hi, theirs[key][1])
                 if best >= max(lo, theirs[key][0]):
@@ -125,9 +134,10 @@ class AdminClient(WireClient):
         return sorted((g.group_id, g.protocol_type, getattr(g, "group_state", ""),
                        getattr(g, "group_type", "")) for g in r.groups)
 
-    def find_coordinator(self, group: str) -> tuple[int, str, int]:
-        """(node id, host, port) of the group's coordinator."""
-        version, r = self.call(FIND_COORDINATOR, key=group, key_type=0,
+    def find_coordinator(self, group: str, key_type: int = 0) -> tuple[int, str, int]:
+        """(node id, host, port) of the group's coordinator (``key_type`` 1: of a
+        transactional id's)."""
+        version, r = self.call(FIND_COORDINATOR, key=group, key_type=key_type,
                                coordinator_keys=(group,))
         found = r.coordinators[0] if version >= 4 else r  # v4+: one entry per key asked
         _check(f"FindCoordinator {group!r}", found.error_code)

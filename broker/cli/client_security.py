@@ -22,6 +22,70 @@ class AuthError(RuntimeError):
     """The broker refused the tool's login; the message is the broker's."""
 
 
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# The security settings this client implements; any other ssl.* / sasl.* key would change how
+# Kafka's client logs in, so it is refused rather than silently ignored.
+SECURITY_KEYS = frozenset({
+    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.location",
+    "ssl.truststore.type", "ssl.truststore.certificates", "ssl.keystore.location",
+    "ssl.keystore.type", "ssl.key.password", "ssl.endpoint.identification.algorithm",
+})
+
+
+class ClientConfigError(ValueError):
+    """A ``--command-config`` file that cannot be read or used; the message says why."""
+
+
+def read_command_config(path: str | None) -> dict[str, str]:
+    """The ``--command-config`` properties (client.id and the TLS/SASL login), checked:
+    ClientConfigError when the file is unreadable or a setting cannot be honoured."""
+    if path is None:
+        return {}
+    from pathlib import Path
+
+    from ..config import read_properties
+
+    try:
+        settings = read_properties(Path(path))
+    except OSError as exc:
+        raise ClientConfigError(f"--command-config {path}: {exc.strerror or exc}") from None
+    problem = unsupported_setting(settings)
+    if problem is not None:
+        raise ClientConfigError(f"--command-config {path}: {problem}")
+    return settings
+
+
+def unsupported_setting(settings: Mapping[str, str]) -> str | None:
+    """Why these client properties cannot be used by kafkette's tools (Kafka's words for an
+    invalid value), or None. Keys that are not about security (client.id, timeouts) are
+    accepted and, but for client.id, not used, as Kafka's clients warn and go on."""
+    protocol = settings.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in PROTOCOLS:
+        return (f"Invalid value {settings['security.protocol']} for configuration "
+                f"security.protocol: String must be one of: {', '.join(PROTOCOLS)}")
+    for key in sorted(settings):
+        if key.startswith(("ssl.", "sasl.")) and key not in SECURITY_KEYS:
+            return f"{key} is not supported by kafkette's tools (supported: " \
+                   f"{', '.join(sorted(SECURITY_KEYS))})"
+    if protocol.startswith("SASL"):
+        mechanism = settings.get("sasl.mechanism", "GSSAPI").strip().upper()
+        if mechanism not in MECHANISMS:
+            return f"sasl.mechanism={mechanism} is not supported by kafkette's tools " \
+                   f"(supported: {', '.join(MECHANISMS)})"
+        if not settings.get("sasl.jaas.config"):
+            return "sasl.jaas.config is required for SASL (username=\"...\" password=\"...\")"
+        try:
+            parse_jaas(settings["sasl.jaas.config"])
+        except ValueError as exc:
+            return f"sasl.jaas.config: {exc}"
+    for key in ("ssl.truststore.type", "ssl.keystore.type"):
+        kind = settings.get(key, "PEM").strip().upper()
+        if kind != "PEM":
+            return f"{key}={kind} is not supported by kafkette's tools: use PEM files"
+    return None
+
+
 class RequestSender(Protocol):
     def request(self, api_key: int, version: int, body: Any = None, **fields: Any) -> Any: ...
 

@@ -20,7 +20,6 @@ from typing import Any, NoReturn, TextIO
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 
-from ..config import read_properties
 from ..security.scram import (
     DEFAULT_ITERATIONS,
     MECHANISM_CODES,
@@ -29,7 +28,7 @@ from ..security.scram import (
     random_salt,
     salted_password,
 )
-from .client_security import AuthError
+from .client_security import AuthError, read_command_config
 from .wire_client import WireClient
 
 DESCRIBE, ALTER = 50, 51
@@ -67,8 +66,8 @@ def main(argv: list[str], out: TextIO | None = None) -> int:
     if args.describe == args.alter:
         print("kafkette configs: give exactly one of --describe and --alter", file=sys.stderr)
         return 2
-    security = read_properties_file(args.command_config) if args.command_config else None
     try:
+        security = read_command_config(args.command_config) or None
         with WireClient(args.bootstrap_server, client_id="kafkette-configs",
                         security=security) as client:
             if args.describe:
@@ -83,12 +82,6 @@ def main(argv: list[str], out: TextIO | None = None) -> int:
     except ValueError as exc:
         print(f"kafkette configs: {exc}", file=sys.stderr)
         return 2
-
-
-def read_properties_file(path: str) -> dict[str, str]:
-    from pathlib import Path
-
-    return read_properties(Path(path))
 
 
 def _describe(client: WireClient, users: list[str], out: TextIO) -> int:

@@ -7,7 +7,7 @@ So the tool works against one broker, ``kafkette serve --nodes N`` and a multi-b
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Self, TypeVar
 
 from .admin_client import COORDINATOR_ERRORS, AdminClient, AdminError, CoordinatorMoved
@@ -17,10 +17,14 @@ RETRIES, BACKOFF_S = 10, 0.2
 
 
 class ClusterAdmin:
-    def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin"):
+    def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin",
+                 security: Mapping[str, str] | None = None):
+        """``security``: the ``--command-config`` login, used on every connection (the
+        bootstrap one and each coordinator's and leader's)."""
         self._timeout = timeout
         self._client_id = client_id
-        self.bootstrap = AdminClient(bootstrap, timeout, client_id)
+        self._security = security
+        self.bootstrap = AdminClient(bootstrap, timeout, client_id, security)
         self._nodes: dict[int, AdminClient] = {}
         self._addresses: dict[int, tuple[str, int]] | None = None
         self._coordinators: dict[str, tuple[int, str, int]] = {}
@@ -40,7 +44,8 @@ class ClusterAdmin:
     def _connect(self, node: int, host: str, port: int) -> AdminClient:
         client = self._nodes.get(node)
         if client is None:
-            client = AdminClient(f"{host}:{port}", self._timeout, self._client_id)
+            client = AdminClient(f"{host}:{port}", self._timeout, self._client_id,
+                                 self._security)
             self._nodes[node] = client
         return client
 

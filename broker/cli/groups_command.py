@@ -24,13 +24,12 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from kafkette.protocol.consumer_protocol import assignment_partitions_or_empty
 
-from ..config import read_properties
 from .admin_client import EARLIEST, LATEST, AdminError
+from .client_security import ClientConfigError, read_command_config
 from .group_admin import ClusterAdmin
 from .groups_parser import ACTIONS, UsageError, build_parser
 
@@ -199,17 +198,12 @@ def parse_duration_ms(value: str) -> int:
 
 
 def read_client_config(path: str | None) -> dict[str, str]:
-    if path is None:
-        return {}
+    """The ``--command-config`` properties: client.id and the TLS/SASL login (every connection
+    the tool opens logs in with them); settings kafkette's client cannot honour are refused."""
     try:
-        client = read_properties(Path(path))
-    except OSError as exc:
-        raise UsageError(f"--command-config {path}: {exc.strerror or exc}") from None
-    protocol = client.get("security.protocol", "PLAINTEXT").upper()
-    if protocol != "PLAINTEXT":
-        raise UsageError(f"--command-config {path}: security.protocol={protocol} is not supported "
-                         "(kafkette serves PLAINTEXT)")
-    return client
+        return read_command_config(path)
+    except ClientConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def read_plan(path: str) -> list[tuple[str | None, str, int, int]]:
@@ -548,7 +542,8 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
         args = build_parser().parse_args(normalize(argv))
         action = check_args(args)
         with ClusterAdmin(args.bootstrap_server, timeout=max(args.timeout, 1000) / 1000,
-                          client_id=args.client.get("client.id", "kafkette-admin")) as admin:
+                          client_id=args.client.get("client.id", "kafkette-admin"),
+                          security=args.client) as admin:
             return COMMANDS[action](admin, args, out or sys.stdout)
     except (UsageError, AdminError, OSError) as exc:
         print(f"kafkette groups: {exc}", file=sys.stderr)

@@ -91,5 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=int, default=5000, metavar="MS",
                    help="how long to wait for the broker (default 5000)")
     p.add_argument("--command-config", metavar="FILE",
-                   help="client properties; client.id is used, security settings must be PLAINTEXT")
+                   help="client properties: client.id, and a TLS/SASL login (security.protocol, "
+                        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...)")
     return p

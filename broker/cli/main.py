@@ -105,12 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
              "(see `kafkette reassign-partitions --help`)")
     reassign.add_argument("args", nargs=argparse.REMAINDER)
     # Run by transactions_cli, which is imported only then (it imports the protocol codecs).
-    txn = sub.add_parser("transactions", help="list and describe transactions")
-    txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
-    actions = txn.add_subparsers(dest="action", required=True)
-    actions.add_parser("list", help="every transactional id and its state")
-    describe = actions.add_parser("describe", help="state, epoch and partitions of one id")
-    describe.add_argument("--transactional-id", required=True)
+    add_transactions_arguments(sub.add_parser(
+        "transactions", help="kafka-transactions.sh: list, describe, describe-producers, "
+                             "find-hanging, abort"))
     for name, summary in (("topics", "kafka-topics.sh: --create, --list, --describe, --alter, "
                                      "--delete (`kafkette topics --help`)"),
                           ("console-producer", "kafka-console-producer.sh: lines of stdin to a "
@@ -123,6 +120,46 @@ def build_parser() -> argparse.ArgumentParser:
                               help="Spark jobs over the logs, e.g. `pipeline lag` (pipeline extra)")
     pipeline.add_argument("args", nargs=argparse.REMAINDER)
     return parser
+
+
+def add_transactions_arguments(txn: argparse.ArgumentParser) -> None:
+    """kafka-transactions.sh's flags (TransactionsCommand)."""
+    txn.description = ("Analyze the transactional state of producers in the cluster; detect "
+                       "and recover from hanging transactions.")
+    txn.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT",
+                     help="the broker(s) to connect to, comma-separated")
+    txn.add_argument("--command-config", metavar="FILE",
+                     help="client properties: client.id, and a TLS/SASL login "
+                          "(security.protocol, sasl.mechanism, sasl.jaas.config, ...)")
+    actions = txn.add_subparsers(dest="action", required=True, metavar="COMMAND")
+    actions.add_parser("list", help="list transactions")
+    describe = actions.add_parser("describe",
+                                  help="describe the state of an active transactional-id")
+    describe.add_argument("--transactional-id", required=True, help="transactional id")
+    producers = actions.add_parser(
+        "describe-producers", help="describe the states of active producers for a topic "
+                                   "partition")
+    producers.add_argument("--broker-id", type=int, help="optional broker id to describe the "
+                           "producer state on a specific replica")
+    producers.add_argument("--topic", required=True, help="topic name")
+    producers.add_argument("--partition", type=int, required=True, help="partition number")
+    abort = actions.add_parser("abort", help="abort a hanging transaction (requires "
+                                             "administrative privileges)")
+    abort.add_argument("--topic", required=True, help="topic name")
+    abort.add_argument("--partition", type=int, required=True, help="partition number")
+    abort.add_argument("--start-offset", type=int,
+                       help="start offset of the transaction to abort")
+    abort.add_argument("--producer-id", type=int, help="producer id")
+    abort.add_argument("--producer-epoch", type=int, help="producer epoch")
+    abort.add_argument("--coordinator-epoch", type=int, help="coordinator epoch")
+    hanging = actions.add_parser("find-hanging", help="find hanging transactions")
+    hanging.add_argument("--broker-id", type=int,
+                         help="broker id to search for hanging transactions")
+    hanging.add_argument("--max-transaction-timeout", type=int, default=15, metavar="MINUTES",
+                         help="maximum transaction timeout in minutes to limit the scope of "
+                              "the search (default 15)")
+    hanging.add_argument("--topic", help="topic name to limit search to")
+    hanging.add_argument("--partition", type=int, help="partition number")
 
 
 def add_serve_arguments(serve: argparse.ArgumentParser) -> None:

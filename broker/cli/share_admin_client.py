@@ -15,7 +15,6 @@ from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 
 from .admin_client import (
-    API_VERSIONS,
     LIST_GROUPS,
     OURS,
     AdminClient,
@@ -69,19 +68,7 @@ def _known(value: int) -> int | None:
 
 
 class ShareAdminClient(AdminClient):
-    def _negotiate(self) -> dict[int, int]:
-        response = self._call(API_VERSIONS, 0)
-        if response.error_code != ErrorCode.none:
-            raise AdminError(f"ApiVersions failed: {error_name(response.error_code)}")
-        theirs = {int(k.api_key): (int(k.min_version), int(k.max_version))
-                  for k in response.api_keys}
-        chosen: dict[int, int] = {}
-        for key, (lo, hi) in SHARE_OURS.items():
-            if key in theirs:
-                best = min(hi, theirs[key][1])
-                if best >= max(lo, theirs[key][0]):
-                    chosen[key] = best
-        return chosen
+    known_versions = SHARE_OURS
 
     # Groups ------------------------------------------------------------------------------------
     def list_share_groups(self) -> list[tuple[str, str]]:

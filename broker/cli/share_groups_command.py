@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
 from .admin_client import EARLIEST, LATEST, AdminError
-from .groups_command import parse_datetime, parse_topics, read_client_config
+from .client_security import ClientConfigError, read_command_config
+from .groups_command import parse_datetime, parse_topics
+from .groups_parser import UsageError as TopicSpecError  # parse_topics' and parse_datetime's
 from .share_admin_client import OffsetRow, ShareAdminClient, ShareGroupRow
 
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
@@ -81,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to-latest", action="store_true")
     p.add_argument("--timeout", type=int, default=30000, metavar="MS")
     p.add_argument("--command-config", metavar="FILE",
-                   help="client properties; client.id is used, security settings must be PLAINTEXT")
+                   help="client properties: client.id, and a TLS/SASL login (security.protocol, "
+                        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...)")
     return p
 
 
@@ -167,7 +170,10 @@ def check_args(args: argparse.Namespace) -> str:
         flag = next(n for n in ("dry-run", "execute", "all-topics")
                     if getattr(args, n.replace("-", "_")))
         raise UsageError(f"Option(s) {_o(flag)} are only used with {_o('reset-offsets')}")
-    args.client = read_client_config(args.command_config)
+    try:
+        args.client = read_command_config(args.command_config)
+    except ClientConfigError as exc:
+        raise UsageError(str(exc)) from None
     return actions[0]
 
 
@@ -428,9 +434,10 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
         args = build_parser().parse_args(list(argv))
         action = check_args(args)
         with ShareAdminClient(args.bootstrap_server, timeout=max(args.timeout, 1000) / 1000,
-                              client_id=args.client.get("client.id", "kafkette-admin")) as admin:
+                              client_id=args.client.get("client.id", "kafkette-admin"),
+                              security=args.client) as admin:
             return COMMANDS[action](admin, args, out)
-    except UsageError as exc:
+    except (UsageError, TopicSpecError) as exc:
         print(f"kafkette share-groups: {exc}", file=sys.stderr)
         return 1
     except Refused as exc:

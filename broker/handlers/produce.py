@@ -128,7 +128,8 @@ def _produce(ctx: RequestContext, req: Any,
     results: list[tuple[str, list[tuple[int, Any]]]] = []
     pending: list[Any] = []
     verify = None
-    if req.transactional_id is not None:
+    if req.transactional_id is not None and \
+            ctx.config.get_bool("transaction.partition.verification.enable"):
         txn = ctx.services.groups.transaction_coordinator()
         verify = txn.verifier(req.transactional_id) if txn is not None else _not_available
     for tdata in req.topic_data:

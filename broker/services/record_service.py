@@ -14,6 +14,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkette.protocol.batch_validation import check_produced_batch
+from kafkette.protocol.control_records import marker_batch
 from kafkette.protocol.records import (
     CorruptRecordError,
     build_batch,
@@ -144,6 +145,25 @@ class RecordService:
         self._stats.produced(topic, len(records))
         return info if fut is None else _durable(info, fut)
 
+    def append_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                      commit: bool, coordinator_epoch: int) -> Awaitable[AppendInfo]:
+        """Append a COMMIT/ABORT control batch (WriteTxnMarkers, on the partition's leader):
+        durable when awaited. A marker older than the producer's epoch on this partition is
+        refused INVALID_PRODUCER_EPOCH, as Kafka's ProducerAppendInfo fences it."""
+        plog = self._partition(topic, partition)
+        known = plog.producers.entries.get(producer_id)
+        if known is not None and known.epoch > producer_epoch:
+            raise ServiceError(ErrorCode.invalid_producer_epoch,
+                               f"marker epoch {producer_epoch} of producer {producer_id} is "
+                               f"older than {known.epoch}")
+        batch = marker_batch(producer_id, producer_epoch, commit, coordinator_epoch,
+                             plog.now_ms())
+        try:
+            info, fut = plog.append_nowait(batch, [parse_batch_header(batch)])
+        except Exception as exc:  # noqa: BLE001 - mapped to Kafka's code
+            raise service_error(exc) from None
+        return _durable(info, fut) if fut is not None else _done(info)
+
     # Fetch -------------------------------------------------------------------------------------
     def fetch(self, topics: Sequence[tuple[str | None, uuid.UUID | None, Sequence[Any]]],
               readable: Callable[[str], bool] | None = None) -> FetchSession:
@@ -195,6 +215,10 @@ class RecordService:
 
 async def _durable(info: AppendInfo, fut: asyncio.Future) -> AppendInfo:
     await fut
+    return info
+
+
+async def _done(info: AppendInfo) -> AppendInfo:
     return info
 
 

@@ -168,6 +168,10 @@ def test_share_groups_command(broker) -> None:
     (["--list", "--group", "g"], 'Option "[group]" can\'t be used with option "[list]"'),
     (["--list", "--members"],
      "Option(s) [members] are unavailable given other options on the command line"),
+    (["--reset-offsets", "--group", "g", "--topic", ":", "--to-earliest", "--dry-run"],
+     "Invalid --topic ':': no topic name"),
+    (["--list", "--command-config", "/nonexistent.properties"],
+     "--command-config /nonexistent.properties: No such file or directory"),
 ])
 def test_refusals(capsys, args: list[str], message: str) -> None:
     assert main(["share-groups", "--bootstrap-server", "127.0.0.1:1", *args]) == 1
