@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
-from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext, State
+from ..runtime.coordinator_runtime import PartitionContext, State
 from ..runtime.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -71,6 +71,7 @@ from ..runtime.error_codes import (
     CoordinatorError,
     error_code,
 )
+from ..runtime.leadership import CoordinatorRuntime
 from ..runtime.partitioning import partition_for, partitions_memo
 from ..runtime.serving import SERVING_NODE
 from .group_config import CoordinatorConfig
