@@ -20,11 +20,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import group_records
-from .group_records import RecordDecodeError, RecordReader, UnknownKey
+from .group_record_framing import (
+    VALUE_VERSION,
+    FlexibleReader,
+    TopicPartitions,
+    decode_key_fields,
+    encode_key_fields,
+    expect_end,
+    key_record_type,
+    value_reader,
+    write_compact_str,
+    write_compact_strs,
+    write_topic_partitions,
+)
+from .group_records import RecordDecodeError, UnknownKey
 from .varint import encode_uvarint
 
 _I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
@@ -128,12 +140,6 @@ class ConsumerGroupTargetAssignmentMetadataValue:
 
 
 @dataclass(frozen=True, slots=True)
-class TopicPartitions:
-    topic_id: uuid.UUID
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class ConsumerGroupTargetAssignmentMemberValue:
     topic_partitions: tuple[TopicPartitions, ...] = ()
 
@@ -183,52 +189,20 @@ RECORD_TYPES: dict[type, int] = {cls: t for t, (cls, _) in _KEY_TYPES.items()}
 
 # Encoding ----------------------------------------------------------------------------------------
 
-def _legacy_str(out: bytearray, s: str) -> None:
-    data = s.encode()
-    out += _I16.pack(len(data))
-    out += data
-
-
-def _cstr(out: bytearray, s: str | None) -> None:
-    """Compact (nullable) string: uvarint(len + 1), 0 = null."""
-    if s is None:
-        out.append(0)
-        return
-    data = s.encode()
-    out += encode_uvarint(len(data) + 1)
-    out += data
-
-
 def _cbytes(out: bytearray, b: bytes) -> None:
     out += encode_uvarint(len(b) + 1)
     out += b
-
-
-def _str_array(out: bytearray, items: tuple[str, ...]) -> None:
-    out += encode_uvarint(len(items) + 1)
-    for s in items:
-        _cstr(out, s)
 
 
 def _no_tags(out: bytearray) -> None:
     out.append(0)
 
 
-def _topic_partitions(out: bytearray, items: tuple[TopicPartitions, ...]) -> None:
-    out += encode_uvarint(len(items) + 1)
-    for tp in items:
-        out += tp.topic_id.bytes
-        out += encode_uvarint(len(tp.partitions) + 1)
-        for p in tp.partitions:
-            out += _I32.pack(p)
-        _no_tags(out)
-
-
 def _classic_member(meta: ClassicMemberMetadata) -> bytes:
     out = bytearray(_I32.pack(meta.session_timeout_ms))
     out += encode_uvarint(len(meta.supported_protocols) + 1)
     for proto in meta.supported_protocols:
-        _cstr(out, proto.name)
+        write_compact_str(out, proto.name)
         _cbytes(out, proto.metadata)
         _no_tags(out)
     _no_tags(out)
@@ -239,15 +213,12 @@ def encode_key(key: AnyKey) -> bytes:
     record_type = RECORD_TYPES.get(type(key))
     if record_type is None:
         return group_records.encode_key(key)  # type: ignore[arg-type]  # keys outside RECORD_TYPES are the offset-commit and group-metadata keys group_records takes
-    out = bytearray(_I16.pack(record_type))
-    _legacy_str(out, key.group)
-    for name in _KEY_TYPES[record_type][1]:
-        _legacy_str(out, getattr(key, name))
-    return bytes(out)
+    extra = _KEY_TYPES[record_type][1]
+    return encode_key_fields(record_type, (key.group, *(getattr(key, name) for name in extra)))
 
 
 def encode_value(value: AnyValue) -> bytes:
-    out = bytearray(_I16.pack(0))
+    out = bytearray(VALUE_VERSION)
     match value:
         case ConsumerGroupMetadataValue(epoch=epoch):
             out += _I32.pack(epoch)
@@ -255,23 +226,23 @@ def encode_value(value: AnyValue) -> bytes:
             out += encode_uvarint(len(topics) + 1)
             for t in topics:
                 out += t.topic_id.bytes
-                _cstr(out, t.topic_name)
+                write_compact_str(out, t.topic_name)
                 out += _I32.pack(t.num_partitions)
                 out += encode_uvarint(len(t.partition_metadata) + 1)
                 for pm in t.partition_metadata:
                     out += _I32.pack(pm.partition)
-                    _str_array(out, pm.racks)
+                    write_compact_strs(out, pm.racks)
                     _no_tags(out)
                 _no_tags(out)
         case ConsumerGroupMemberMetadataValue():
-            _cstr(out, value.instance_id)
-            _cstr(out, value.rack_id)
-            _cstr(out, value.client_id)
-            _cstr(out, value.client_host)
-            _str_array(out, value.subscribed_topic_names)
-            _cstr(out, value.subscribed_topic_regex)
+            write_compact_str(out, value.instance_id)
+            write_compact_str(out, value.rack_id)
+            write_compact_str(out, value.client_id)
+            write_compact_str(out, value.client_host)
+            write_compact_strs(out, value.subscribed_topic_names)
+            write_compact_str(out, value.subscribed_topic_regex)
             out += _I32.pack(value.rebalance_timeout_ms)
-            _cstr(out, value.server_assignor)
+            write_compact_str(out, value.server_assignor)
             if value.classic_member_metadata is None:
                 _no_tags(out)
                 return bytes(out)
@@ -286,15 +257,15 @@ def encode_value(value: AnyValue) -> bytes:
         case ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch):
             out += _I32.pack(epoch)
         case ConsumerGroupTargetAssignmentMemberValue(topic_partitions=tps):
-            _topic_partitions(out, tps)
+            write_topic_partitions(out, tps)
         case ConsumerGroupCurrentMemberAssignmentValue():
             out += _I32.pack(value.member_epoch)
             out += _I32.pack(value.previous_member_epoch)
             out += _I8.pack(value.state)
-            _topic_partitions(out, value.assigned_partitions)
-            _topic_partitions(out, value.partitions_pending_revocation)
+            write_topic_partitions(out, value.assigned_partitions)
+            write_topic_partitions(out, value.partitions_pending_revocation)
         case ConsumerGroupRegularExpressionValue():
-            _str_array(out, value.topics)
+            write_compact_strs(out, value.topics)
             out += _I64.pack(value.version)
             out += _I64.pack(value.timestamp)
         case _:
@@ -307,17 +278,11 @@ def encode_value(value: AnyValue) -> bytes:
 
 def decode_key(data: bytes | memoryview) -> AnyKey | UnknownKey:
     """Any ``__consumer_offsets`` key; unknown record types come back as ``UnknownKey``."""
-    if len(data) < 2:
-        raise RecordDecodeError("record key truncated")
-    record_type = _I16.unpack_from(data)[0]
+    record_type = key_record_type(data)
     entry = _KEY_TYPES.get(record_type)
     if entry is None:
         return group_records.decode_key(data)
-    r = RecordReader(data, 2)
-    fields = [r.str() for _ in range(1 + len(entry[1]))]
-    if r.pos != len(r.buf):
-        raise RecordDecodeError(f"{len(r.buf) - r.pos} trailing bytes after a type {record_type} key")
-    return entry[0](*fields)
+    return entry[0](*decode_key_fields(data, record_type, 1 + len(entry[1])))
 
 
 def decode_value(key: AnyKey, data: bytes | memoryview | None) -> AnyValue | None:
@@ -326,61 +291,28 @@ def decode_value(key: AnyKey, data: bytes | memoryview | None) -> AnyValue | Non
     record_type = RECORD_TYPES.get(type(key))
     if record_type is None:
         return group_records.decode_value(key, data)  # type: ignore[arg-type]  # keys outside RECORD_TYPES are the offset-commit and group-metadata keys group_records takes
-    r = RecordReader(data, 0, flexible=True)
-    version = r.i16()
-    if version != 0:
-        raise RecordDecodeError(f"unknown version {version} of a type {record_type} value")
+    r = value_reader(data, record_type)
     value = _VALUE_READERS[record_type](r)
-    if r.pos != len(r.buf):
-        raise RecordDecodeError(f"{len(r.buf) - r.pos} trailing bytes after a type {record_type} value")
+    expect_end(r, record_type, "value")
     return value
 
 
-def _i8(r: RecordReader) -> int:
-    return _I8.unpack(r._take(1))[0]
-
-
-def _array(r: RecordReader) -> int:
-    n = r.uvarint() - 1
-    if n < 0:
-        raise RecordDecodeError("null in a non-nullable array")
-    return n
-
-
-def _uuid(r: RecordReader) -> uuid.UUID:
-    return uuid.UUID(bytes=r._take(16))
-
-
-def _strings(r: RecordReader) -> tuple[str, ...]:
-    return tuple(r.str() for _ in range(_array(r)))
-
-
-def _tps(r: RecordReader) -> tuple[TopicPartitions, ...]:
-    items = []
-    for _ in range(_array(r)):
-        topic_id = _uuid(r)
-        partitions = tuple(r.i32() for _ in range(_array(r)))
-        r.tags()
-        items.append(TopicPartitions(topic_id, partitions))
-    return tuple(items)
-
-
-def _read_metadata(r: RecordReader) -> ConsumerGroupMetadataValue:
+def _read_metadata(r: FlexibleReader) -> ConsumerGroupMetadataValue:
     epoch = r.i32()
     r.tags()
     return ConsumerGroupMetadataValue(epoch)
 
 
-def _read_partition_metadata(r: RecordReader) -> ConsumerGroupPartitionMetadataValue:
+def _read_partition_metadata(r: FlexibleReader) -> ConsumerGroupPartitionMetadataValue:
     topics = []
-    for _ in range(_array(r)):
-        topic_id = _uuid(r)
+    for _ in range(r.count()):
+        topic_id = r.uuid()
         name = r.str()
         num_partitions = r.i32()
         racks = []
-        for _ in range(_array(r)):
+        for _ in range(r.count()):
             partition = r.i32()
-            racks.append(PartitionRacks(partition, _strings(r)))
+            racks.append(PartitionRacks(partition, r.strs()))
             r.tags()
         r.tags()
         topics.append(TopicMetadata(topic_id, name, num_partitions, tuple(racks)))
@@ -388,12 +320,12 @@ def _read_partition_metadata(r: RecordReader) -> ConsumerGroupPartitionMetadataV
     return ConsumerGroupPartitionMetadataValue(tuple(topics))
 
 
-def _read_classic_member(r: RecordReader) -> ClassicMemberMetadata | None:
-    if _i8(r) < 0:
+def _read_classic_member(r: FlexibleReader) -> ClassicMemberMetadata | None:
+    if r.i8() < 0:
         return None
     session_timeout = r.i32()
     protocols = []
-    for _ in range(_array(r)):
+    for _ in range(r.count()):
         name = r.str()
         metadata = r.bytes()
         r.tags()
@@ -402,12 +334,12 @@ def _read_classic_member(r: RecordReader) -> ClassicMemberMetadata | None:
     return ClassicMemberMetadata(session_timeout, tuple(protocols))
 
 
-def _read_member_metadata(r: RecordReader) -> ConsumerGroupMemberMetadataValue:
+def _read_member_metadata(r: FlexibleReader) -> ConsumerGroupMemberMetadataValue:
     instance_id = r.nstr()
     rack_id = r.nstr()
     client_id = r.str()
     client_host = r.str()
-    topics = _strings(r)
+    topics = r.strs()
     regex = r.nstr()
     rebalance_timeout = r.i32()
     assignor = r.nstr()
@@ -420,42 +352,42 @@ def _read_member_metadata(r: RecordReader) -> ConsumerGroupMemberMetadataValue:
             if r.pos != end:
                 raise RecordDecodeError("ClassicMemberMetadata size mismatch")
         else:
-            r._take(size)
+            r.skip(size)
     return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, topics,
                                             regex, rebalance_timeout, assignor, classic)
 
 
-def _read_target_metadata(r: RecordReader) -> ConsumerGroupTargetAssignmentMetadataValue:
+def _read_target_metadata(r: FlexibleReader) -> ConsumerGroupTargetAssignmentMetadataValue:
     epoch = r.i32()
     r.tags()
     return ConsumerGroupTargetAssignmentMetadataValue(epoch)
 
 
-def _read_target_member(r: RecordReader) -> ConsumerGroupTargetAssignmentMemberValue:
-    tps = _tps(r)
+def _read_target_member(r: FlexibleReader) -> ConsumerGroupTargetAssignmentMemberValue:
+    tps = r.topic_partitions()
     r.tags()
     return ConsumerGroupTargetAssignmentMemberValue(tps)
 
 
-def _read_current_assignment(r: RecordReader) -> ConsumerGroupCurrentMemberAssignmentValue:
+def _read_current_assignment(r: FlexibleReader) -> ConsumerGroupCurrentMemberAssignmentValue:
     epoch = r.i32()
     previous = r.i32()
-    state = _i8(r)
-    assigned = _tps(r)
-    pending = _tps(r)
+    state = r.i8()
+    assigned = r.topic_partitions()
+    pending = r.topic_partitions()
     r.tags()
     return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, state, assigned, pending)
 
 
-def _read_regex(r: RecordReader) -> ConsumerGroupRegularExpressionValue:
-    topics = _strings(r)
+def _read_regex(r: FlexibleReader) -> ConsumerGroupRegularExpressionValue:
+    topics = r.strs()
     version = r.i64()
     timestamp = r.i64()
     r.tags()
     return ConsumerGroupRegularExpressionValue(topics, version, timestamp)
 
 
-_VALUE_READERS: dict[int, Callable[[RecordReader], AnyValue]] = {
+_VALUE_READERS: dict[int, Callable[[FlexibleReader], AnyValue]] = {
     3: _read_metadata,
     4: _read_partition_metadata,
     5: _read_member_metadata,

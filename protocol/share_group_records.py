@@ -18,7 +18,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .group_records import RecordDecodeError, RecordReader
+from .group_record_framing import (
+    VALUE_VERSION,
+    FlexibleReader,
+    TopicPartitions,
+    decode_key_fields,
+    encode_key_fields,
+    expect_end,
+    key_record_type,
+    value_reader,
+    write_compact_str,
+    write_compact_strs,
+    write_int32s,
+    write_topic_partitions,
+)
+from .group_records import RecordDecodeError
 from .varint import encode_uvarint
 
 _I8 = struct.Struct(">b")
@@ -28,6 +42,7 @@ _I64 = struct.Struct(">q")
 
 SHARE_RECORD_TYPES = frozenset(range(10, 16))
 LEGACY_PARTITION_METADATA_TYPE = 9  # 4.0 only; skipped on load
+_STATE_PARTITION_METADATA_TYPE = 15  # read with or without CreateTimestamp
 
 
 # Keys --------------------------------------------------------------------------------------------
@@ -84,12 +99,6 @@ class ShareGroupMetadataValue:
 @dataclass(frozen=True, slots=True)
 class ShareGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartitions:
-    topic_id: uuid.UUID
-    partitions: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,82 +164,49 @@ def record_type(key: bytes) -> int:
 
 # Encoding ----------------------------------------------------------------------------------------
 
-def _legacy_str(out: bytearray, s: str) -> None:
-    data = s.encode()
-    out += _I16.pack(len(data))
-    out += data
-
-
-def _cstr(out: bytearray, s: str | None) -> None:
-    if s is None:
-        out.append(0)
-        return
-    data = s.encode()
-    out += encode_uvarint(len(data) + 1)
-    out += data
-
-
-def _int32s(out: bytearray, items: tuple[int, ...]) -> None:
-    out += encode_uvarint(len(items) + 1)
-    for p in items:
-        out += _I32.pack(p)
-
-
-def _topic_partitions(out: bytearray, items: tuple[TopicPartitions, ...]) -> None:
-    out += encode_uvarint(len(items) + 1)
-    for tp in items:
-        out += tp.topic_id.bytes
-        _int32s(out, tp.partitions)
-        out.append(0)
-
-
 def _infos(out: bytearray, items: tuple[TopicPartitionsInfo, ...]) -> None:
     out += encode_uvarint(len(items) + 1)
     for info in items:
         out += info.topic_id.bytes
-        _cstr(out, info.topic_name)
-        _int32s(out, info.partitions)
+        write_compact_str(out, info.topic_name)
+        write_int32s(out, info.partitions)
         out.append(0)
 
 
 def encode_key(key: ShareGroupKey) -> bytes:
     record_type_ = RECORD_TYPES[type(key)]
-    out = bytearray(_I16.pack(record_type_))
-    _legacy_str(out, key.group)
     if _KEY_TYPES[record_type_][1]:
-        _legacy_str(out, key.member_id)  # type: ignore[union-attr]  # the key types with a member id
-    return bytes(out)
+        return encode_key_fields(record_type_, (key.group, key.member_id))  # type: ignore[union-attr]  # the key types with a member id
+    return encode_key_fields(record_type_, (key.group,))
 
 
 def encode_value(value: ShareGroupValue) -> bytes:
-    out = bytearray(_I16.pack(0))
+    out = bytearray(VALUE_VERSION)
     match value:
         case ShareGroupMemberMetadataValue():
-            _cstr(out, value.rack_id)
-            _cstr(out, value.client_id)
-            _cstr(out, value.client_host)
-            out += encode_uvarint(len(value.subscribed_topic_names) + 1)
-            for name in value.subscribed_topic_names:
-                _cstr(out, name)
+            write_compact_str(out, value.rack_id)
+            write_compact_str(out, value.client_id)
+            write_compact_str(out, value.client_host)
+            write_compact_strs(out, value.subscribed_topic_names)
         case ShareGroupMetadataValue():
             out += _I32.pack(value.epoch)
             out += _I64.pack(value.metadata_hash)
         case ShareGroupTargetAssignmentMetadataValue():
             out += _I32.pack(value.assignment_epoch)
         case ShareGroupTargetAssignmentMemberValue():
-            _topic_partitions(out, value.topic_partitions)
+            write_topic_partitions(out, value.topic_partitions)
         case ShareGroupCurrentMemberAssignmentValue():
             out += _I32.pack(value.member_epoch)
             out += _I32.pack(value.previous_member_epoch)
             out += _I8.pack(value.state)
-            _topic_partitions(out, value.assigned_partitions)
+            write_topic_partitions(out, value.assigned_partitions)
         case ShareGroupStatePartitionMetadataValue():
             _infos(out, value.initializing_topics)
             _infos(out, value.initialized_topics)
             out += encode_uvarint(len(value.deleting_topics) + 1)
             for topic in value.deleting_topics:
                 out += topic.topic_id.bytes
-                _cstr(out, topic.topic_name)
+                write_compact_str(out, topic.topic_name)
                 out.append(0)
         case _:
             raise TypeError(f"not a share group record value: {value!r}")
@@ -240,115 +216,76 @@ def encode_value(value: ShareGroupValue) -> bytes:
 
 # Decoding ----------------------------------------------------------------------------------------
 
-class _Reader(RecordReader):
-    __slots__ = ()
-
-    def i8(self) -> int:
-        return _I8.unpack(self._take(1))[0]
-
-    def uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self._take(16))
-
-    def count(self) -> int:
-        n = self.uvarint() - 1
-        if n < 0:
-            raise RecordDecodeError("null in a non-nullable array")
-        return n
-
-    def int32s(self) -> tuple[int, ...]:
-        return tuple(self.i32() for _ in range(self.count()))
-
-
 def decode_key(data: bytes | memoryview) -> ShareGroupKey:
     """A share group key (types 10-15); RecordDecodeError for anything else."""
-    if len(data) < 2:
-        raise RecordDecodeError("record key truncated")
-    record_type_ = _I16.unpack_from(data)[0]
+    record_type_ = key_record_type(data)
     entry = _KEY_TYPES.get(record_type_)
     if entry is None:
         raise RecordDecodeError(f"type {record_type_} is not a share group record")
-    r = _Reader(data, 2)
-    fields = [r.str() for _ in range(2 if entry[1] else 1)]
-    if r.pos != len(r.buf):
-        raise RecordDecodeError(f"{len(r.buf) - r.pos} trailing bytes after a type "
-                                f"{record_type_} key")
-    return entry[0](*fields)
+    return entry[0](*decode_key_fields(data, record_type_, 2 if entry[1] else 1))
 
 
 def decode_value(key: ShareGroupKey, data: bytes | memoryview | None) -> ShareGroupValue | None:
     if data is None:
         return None
     record_type_ = RECORD_TYPES[type(key)]
-    r = _Reader(data, 0, flexible=True)
-    version = r.i16()
-    if version != 0:
-        raise RecordDecodeError(f"unknown version {version} of a type {record_type_} value")
+    r = value_reader(data, record_type_)
+    if record_type_ != _STATE_PARTITION_METADATA_TYPE:
+        value = _VALUE_READERS[record_type_](r)
+        expect_end(r, record_type_, "value")
+        return value
     start = r.pos
     try:
-        value = _VALUE_READERS[record_type_](r, False)
+        state = _read_state_partitions(r, False)
+        if r.pos == len(r.buf):
+            return state
     except RecordDecodeError:
-        if record_type_ != 15:
-            raise
-        value = None
-    if value is None or r.pos != len(r.buf):
-        if record_type_ != 15:
-            raise RecordDecodeError(f"{len(r.buf) - r.pos} trailing bytes after a type "
-                                    f"{record_type_} value")
-        r.pos = start  # the revision with CreateTimestamp in TopicPartitionsInfo
-        value = _read_state_partitions(r, True)
-        if r.pos != len(r.buf):
-            raise RecordDecodeError("trailing bytes after a type 15 value")
-    return value
+        pass
+    r.pos = start  # the revision with CreateTimestamp in TopicPartitionsInfo
+    state = _read_state_partitions(r, True)
+    if r.pos != len(r.buf):
+        raise RecordDecodeError("trailing bytes after a type 15 value")
+    return state
 
 
-def _tps(r: _Reader) -> tuple[TopicPartitions, ...]:
-    items = []
-    for _ in range(r.count()):
-        topic_id = r.uuid()
-        partitions = r.int32s()
-        r.tags()
-        items.append(TopicPartitions(topic_id, partitions))
-    return tuple(items)
-
-
-def _read_member(r: _Reader, _ts: bool) -> ShareGroupMemberMetadataValue:
+def _read_member(r: FlexibleReader) -> ShareGroupMemberMetadataValue:
     rack = r.nstr()
     client_id = r.str()
     client_host = r.str()
-    topics = tuple(r.str() for _ in range(r.count()))
+    topics = r.strs()
     r.tags()
     return ShareGroupMemberMetadataValue(rack, client_id, client_host, topics)
 
 
-def _read_metadata(r: _Reader, _ts: bool) -> ShareGroupMetadataValue:
+def _read_metadata(r: FlexibleReader) -> ShareGroupMetadataValue:
     epoch = r.i32()
     metadata_hash = r.i64()
     r.tags()
     return ShareGroupMetadataValue(epoch, metadata_hash)
 
 
-def _read_target_metadata(r: _Reader, _ts: bool) -> ShareGroupTargetAssignmentMetadataValue:
+def _read_target_metadata(r: FlexibleReader) -> ShareGroupTargetAssignmentMetadataValue:
     epoch = r.i32()
     r.tags()
     return ShareGroupTargetAssignmentMetadataValue(epoch)
 
 
-def _read_target_member(r: _Reader, _ts: bool) -> ShareGroupTargetAssignmentMemberValue:
-    tps = _tps(r)
+def _read_target_member(r: FlexibleReader) -> ShareGroupTargetAssignmentMemberValue:
+    tps = r.topic_partitions()
     r.tags()
     return ShareGroupTargetAssignmentMemberValue(tps)
 
 
-def _read_current(r: _Reader, _ts: bool) -> ShareGroupCurrentMemberAssignmentValue:
+def _read_current(r: FlexibleReader) -> ShareGroupCurrentMemberAssignmentValue:
     epoch = r.i32()
     previous = r.i32()
     state = r.i8()
-    assigned = _tps(r)
+    assigned = r.topic_partitions()
     r.tags()
     return ShareGroupCurrentMemberAssignmentValue(epoch, previous, state, assigned)
 
 
-def _read_infos(r: _Reader, with_timestamp: bool) -> tuple[TopicPartitionsInfo, ...]:
+def _read_infos(r: FlexibleReader, with_timestamp: bool) -> tuple[TopicPartitionsInfo, ...]:
     items = []
     for _ in range(r.count()):
         topic_id = r.uuid()
@@ -361,7 +298,7 @@ def _read_infos(r: _Reader, with_timestamp: bool) -> tuple[TopicPartitionsInfo, 
     return tuple(items)
 
 
-def _read_state_partitions(r: _Reader, with_timestamp: bool
+def _read_state_partitions(r: FlexibleReader, with_timestamp: bool
                            ) -> ShareGroupStatePartitionMetadataValue:
     initializing = _read_infos(r, with_timestamp)
     initialized = _read_infos(r, with_timestamp)
@@ -375,11 +312,11 @@ def _read_state_partitions(r: _Reader, with_timestamp: bool
     return ShareGroupStatePartitionMetadataValue(initializing, initialized, tuple(deleting))
 
 
-_VALUE_READERS: dict[int, Callable[[_Reader, bool], ShareGroupValue]] = {
+# type 15 is read by decode_value (with or without CreateTimestamp)
+_VALUE_READERS: dict[int, Callable[[FlexibleReader], ShareGroupValue]] = {
     10: _read_member,
     11: _read_metadata,
     12: _read_target_metadata,
     13: _read_target_member,
     14: _read_current,
-    15: _read_state_partitions,
 }

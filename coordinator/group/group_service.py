@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
-from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext, State
+from ..runtime.coordinator_runtime import PartitionContext, State
 from ..runtime.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -71,6 +71,7 @@ from ..runtime.error_codes import (
     CoordinatorError,
     error_code,
 )
+from ..runtime.leadership import CoordinatorRuntime
 from ..runtime.partitioning import partition_for, partitions_memo
 from ..runtime.serving import SERVING_NODE
 from .group_config import CoordinatorConfig
@@ -234,6 +235,30 @@ class GroupCoordinator:
     async def _read(self, group_id: str, op: Callable[[GroupCoordinatorShard], T]) -> T:
         return await self.context_for(group_id).read(op)
 
+    def _by_partition(self, group_ids: list[str]) -> list[list[str]]:
+        """``group_ids`` grouped by their partition, each group in request order."""
+        by_partition: dict[int, list[str]] = {}
+        for gid in group_ids:
+            by_partition.setdefault(self.partition_for(gid), []).append(gid)
+        return list(by_partition.values())
+
+    async def read_groups(self, group_ids: list[str],
+                          op: Callable[[GroupCoordinatorShard, list[str]], list[T]],
+                          failed: Callable[[str, CoordinatorError], T]) -> list[T]:
+        """One row per group id, in request order, as committed: ``op(shard, ids)`` answers
+        the ids of one shard (a row each, in their order), one read per shard; the ids of a
+        shard that cannot be read get ``failed(group id, error)``."""
+        rows: dict[str, T] = {}
+        for ids in self._by_partition(group_ids):
+            def read(shard: GroupCoordinatorShard, ids: list[str] = ids) -> list[T]:
+                return op(shard, ids)
+            try:
+                answered = await self._read(ids[0], read)
+            except CoordinatorError as exc:
+                answered = [failed(g, exc) for g in ids]
+            rows.update(zip(ids, answered, strict=True))
+        return [rows[g] for g in group_ids]
+
     # FindCoordinator -------------------------------------------------------------------------
     def find_coordinator(self, key: str, key_type: int) -> tuple[int, int, str, int]:
         """(error, node id, "", -1) of the coordinator of ``key``: the broker fills in that
@@ -313,20 +338,9 @@ class GroupCoordinator:
 
     async def describe_groups(self, group_ids: list[str], version: int) -> list[DescribedGroup]:
         """Committed state of each group, in request order (one read per shard)."""
-        out: dict[str, DescribedGroup] = {}
-        by_partition: dict[int, list[str]] = {}
-        for gid in group_ids:
-            by_partition.setdefault(self.partition_for(gid), []).append(gid)
-        for ids in by_partition.values():
-            def describe(shard: GroupCoordinatorShard, ids: list[str] = ids
-                         ) -> list[DescribedGroup]:
-                return [shard.describe_group(g, version) for g in ids]
-            try:
-                described = await self._read(ids[0], describe)
-            except CoordinatorError as exc:
-                described = [DescribedGroup(g, exc.code, "", "", "", []) for g in ids]
-            out.update((d.group_id, d) for d in described)
-        return [out[g] for g in group_ids]
+        return await self.read_groups(
+            group_ids, lambda shard, ids: [shard.describe_group(g, version) for g in ids],
+            lambda g, exc: DescribedGroup(g, exc.code, "", "", "", []))
 
     async def list_groups(self, states: set[str], types: set[str]
                           ) -> tuple[int, list[tuple[str, str, str, str]]]:
@@ -349,10 +363,7 @@ class GroupCoordinator:
     async def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         """Error per group id (one write per shard)."""
         errors: dict[str, int] = {}
-        by_partition: dict[int, list[str]] = {}
-        for gid in group_ids:
-            by_partition.setdefault(self.partition_for(gid), []).append(gid)
-        for ids in by_partition.values():
+        for ids in self._by_partition(group_ids):
             def failed(exc: BaseException, ids: list[str] = ids) -> list[tuple[str, int]]:
                 return [(g, error_code(exc)) for g in ids]
             result = self._write(ids[0], GroupCoordinatorShard.delete_groups, ids, on_error=failed)
@@ -385,19 +396,8 @@ class GroupCoordinator:
         """(group id, error, message, described group) per id, request order, committed."""
         if not self.config.consumer.enabled:
             return [(g, UNSUPPORTED_VERSION, None, None) for g in group_ids]
-        out: dict[str, tuple[str, int, str | None, DescribedConsumerGroup | None]] = {}
-        by_partition: dict[int, list[str]] = {}
-        for gid in group_ids:
-            by_partition.setdefault(self.partition_for(gid), []).append(gid)
-        for ids in by_partition.values():
-            def describe_consumer(shard: GroupCoordinatorShard, ids: list[str] = ids) -> Any:
-                return shard.consumer_group_describe(ids)
-            try:
-                rows = await self._read(ids[0], describe_consumer)
-            except CoordinatorError as exc:
-                rows = [(g, exc.code, None, None) for g in ids]
-            out.update((row[0], row) for row in rows)
-        return [out[g] for g in group_ids]
+        return await self.read_groups(group_ids, GroupCoordinatorShard.consumer_group_describe,
+                                      lambda g, exc: (g, exc.code, None, None))
 
     async def fetch_offsets_as_member(self, group_id: str, member_id: str | None,
                                       member_epoch: int, topics: list[tuple[str, list[int]]] | None,

@@ -1,5 +1,6 @@
-"""The coordinator runtime: one context per ``__consumer_offsets`` partition (Kafka's
-CoordinatorRuntime + CoordinatorContext). Knows nothing about groups.
+"""The coordinator runtime's partition context: one per partition of a coordinator's internal
+topic (Kafka's CoordinatorContext; the partitions a node leads are in leadership.py, Kafka's
+CoordinatorRuntime). Knows nothing about groups.
 
 A context runs write ops against its shard, replays their records, batches them into log appends
 and completes each op once its batch is durable, in log order. Reads wait behind pending writes.
@@ -548,53 +549,3 @@ def _consume_exception(fut: asyncio.Future) -> None:
     if not fut.cancelled():
         fut.exception()
 
-
-class CoordinatorRuntime:
-    """The contexts of the partitions this node leads (Kafka's CoordinatorRuntime)."""
-
-    def __init__(self, clock: Clock, log_factory: Callable[[int], CoordinatorLog],
-                 shard_factory: ShardFactory, linger_ms: int, write_timeout_ms: int) -> None:
-        self.clock = clock
-        self._log_factory = log_factory
-        self._shard_factory = shard_factory
-        self._linger_ms = linger_ms
-        self._write_timeout_ms = write_timeout_ms
-        self.contexts: dict[int, PartitionContext] = {}
-
-    def _new_context(self, partition: int) -> PartitionContext:
-        ctx = PartitionContext(partition, self._log_factory(partition), self.clock,
-                               self._shard_factory, self._linger_ms, self._write_timeout_ms)
-        self.contexts[partition] = ctx
-        return ctx
-
-    async def load(self, partition: int) -> int:
-        """Become leader of ``partition``: replay its log (again, if it was led before)."""
-        old = self.contexts.get(partition)
-        if old is not None:
-            await old.close()
-            old.unload()
-        return await self._new_context(partition).load()
-
-    def unload(self, partition: int) -> None:
-        ctx = self.contexts.get(partition)
-        if ctx is not None:
-            ctx.unload()
-
-    def context(self, partition: int) -> PartitionContext:
-        """The context of ``partition`` (NOT_COORDINATOR if none); its write/read check that
-        it can take ops."""
-        ctx = self.contexts.get(partition)
-        if ctx is None:
-            raise CoordinatorError(NOT_COORDINATOR)
-        return ctx
-
-    def active(self) -> list[PartitionContext]:
-        return [c for c in self.contexts.values() if c.state is State.ACTIVE]
-
-    def loading(self) -> bool:
-        return any(c.state in (State.LOADING, State.FAILED) for c in self.contexts.values())
-
-    async def close(self) -> None:
-        for ctx in self.contexts.values():
-            await ctx.close()
-            ctx.unload()

@@ -10,9 +10,7 @@ COORDINATOR_NOT_AVAILABLE for a failed or timed-out append, ...).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +18,7 @@ from kafkette.protocol.share_state_records import coordinator_key
 
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
-from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext
+from ..runtime.coordinator_runtime import PartitionContext
 from ..runtime.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     NONE,
@@ -28,6 +26,7 @@ from ..runtime.error_codes import (
     CoordinatorError,
     error_code,
 )
+from ..runtime.leadership import CoordinatorRuntime
 from ..runtime.partitioning import partition_for
 from .persister import SharePartitionKey, ShareState, StateSummary
 from .shard import DEFAULT_UPDATES_PER_SNAPSHOT, ShareCoordinatorShard
@@ -51,11 +50,8 @@ class ShareCoordinatorService:
         self.started = False
 
     async def start(self) -> None:
-        t0 = time.perf_counter()
         self.started = True
-        counts = await asyncio.gather(*(self.runtime.load(p) for p in range(self.num_partitions)))
-        log.info("share coordinator loaded %d records from %d partitions in %.0f ms",
-                 sum(counts), self.num_partitions, (time.perf_counter() - t0) * 1000)
+        await self.runtime.load_all(self.num_partitions, "share coordinator", log)
 
     async def stop(self) -> None:
         await self.runtime.close()

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..runtime.clock import Clock
 from ..runtime.coordinator_log import CoordinatorLog
-from ..runtime.coordinator_runtime import CoordinatorRuntime, PartitionContext
+from ..runtime.coordinator_runtime import PartitionContext
 from ..runtime.error_codes import (
     CONCURRENT_TRANSACTIONS,
     COORDINATOR_NOT_AVAILABLE,
@@ -23,6 +22,7 @@ from ..runtime.error_codes import (
     CoordinatorError,
     error_code,
 )
+from ..runtime.leadership import CoordinatorRuntime
 from ..runtime.partitioning import partition_for
 from .shard import MAX_EPOCH, TransactionShard, TxnConfig, TxnMetadata
 
@@ -44,11 +44,8 @@ class TransactionCoordinator:
         self.started = False
 
     async def start(self) -> None:
-        t0 = time.perf_counter()
         self.started = True
-        counts = await asyncio.gather(*(self.runtime.load(p) for p in range(self.num_partitions)))
-        log.info("transaction coordinator loaded %d records from %d partitions in %.0f ms",
-                 sum(counts), self.num_partitions, (time.perf_counter() - t0) * 1000)
+        await self.runtime.load_all(self.num_partitions, "transaction coordinator", log)
 
     async def stop(self) -> None:
         await self.runtime.close()

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from kafkette.coordinator.group.assignor.spec import make_assignment
 from kafkette.coordinator.group.consumer.consumer_group_state import ConsumerGroupState
-from kafkette.coordinator.group.consumer.describe import (
-    MEMBER_TYPE_CONSUMER,
-    DescribedTopicPartitions,
-    describe_group,
-)
+from kafkette.coordinator.group.consumer.describe import MEMBER_TYPE_CONSUMER, describe_group
 from kafkette.coordinator.group.consumer.heartbeat import (
     rebalance_timeout_expired,
     session_timeout_expired,
 )
+from kafkette.coordinator.group.described import DescribedTopicPartitions
 
 from .test_heartbeat import BAR, FOO, Shard
 

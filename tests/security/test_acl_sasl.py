@@ -17,17 +17,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'username="admin" password="admin-secret" user_admin="admin-secret" '
-        'user_alice="alice-secret" user_bob="bob-secret";')
-
 
 @pytest.fixture
-def broker(kafka_broker_factory):
-    return kafka_broker_factory({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+def broker(plain_sasl_broker):
+    return plain_sasl_broker("admin", "alice", "bob", login="admin", config={
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin",
     })

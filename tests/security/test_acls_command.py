@@ -8,6 +8,8 @@ import pytest
 
 from kafkette.broker.cli import acls_command
 
+from .conftest import scram_properties
+
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -144,19 +146,11 @@ def test_acls_logs_in_with_command_config(kafka_secure_broker_factory, tmp_path)
         config={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                 "super.users": "User:admin"})
 
-    def properties(user: str) -> str:
-        path = tmp_path / f"{user}.properties"
-        path.write_text(
-            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
-            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="{user}" password="{user}-secret";\n'
-            f"ssl.truststore.type=PEM\nssl.truststore.location={broker.ca_file}\n")
-        return str(path)
-
     def acls(user: str, *args: str) -> tuple[int, str]:
         out = io.StringIO()
+        config = scram_properties(tmp_path / f"{user}.properties", broker, user, f"{user}-secret")
         code = acls_command.main(["--bootstrap-server", broker.bootstrap, "--command-config",
-                                  properties(user), *args], out, confirm=lambda _q: True)
+                                  config, *args], out, confirm=lambda _q: True)
         return code, out.getvalue()
 
     code, out = acls("admin", "--add", "--allow-principal", "User:bob", "--operation", "Read",

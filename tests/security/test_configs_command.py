@@ -9,6 +9,8 @@ from confluent_kafka import Producer
 
 from kafkette.broker.cli import configs_command
 
+from .conftest import scram_properties
+
 
 def run(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
@@ -18,13 +20,8 @@ def run(*argv: str) -> tuple[int, str]:
 
 def test_add_describe_delete_then_login(kafka_secure_broker_factory, tmp_path):
     broker = kafka_secure_broker_factory("SASL_SSL", ("SCRAM-SHA-512",))
-    properties = tmp_path / "client.properties"
-    properties.write_text(
-        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-        'username="alice" password="alice-secret";\n'
-        f"ssl.truststore.type=PEM\nssl.truststore.location={broker.ca_file}\n")
-    common = ("--bootstrap-server", broker.bootstrap, "--command-config", str(properties),
+    properties = scram_properties(tmp_path / "client.properties", broker, "alice", "alice-secret")
+    common = ("--bootstrap-server", broker.bootstrap, "--command-config", properties,
               "--entity-type", "users")
     assert run(*common, "--entity-name", "bob", "--alter", "--add-config",
                "SCRAM-SHA-512=[iterations=8192,password=bob,secret]") == (

@@ -11,6 +11,8 @@ import pytest
 
 from tests.tools import ensure_java_client
 
+from .conftest import scram_properties
+
 
 @pytest.fixture
 def java():
@@ -21,13 +23,7 @@ def java():
 
 
 def properties(tmp_path, broker, password: str) -> str:
-    path = tmp_path / f"client-{password}.properties"
-    path.write_text(
-        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-        f'username="alice" password="{password}";\n'
-        f"ssl.truststore.type=PEM\nssl.truststore.location={broker.ca_file}\n")
-    return str(path)
+    return scram_properties(tmp_path / f"client-{password}.properties", broker, "alice", password)
 
 
 def run(classpath: str, config: str, *args: str, timeout: float = 120):

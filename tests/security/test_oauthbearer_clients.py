@@ -9,6 +9,8 @@ import time
 
 from confluent_kafka import KafkaError, Producer
 
+from .conftest import connected_principals, poll_for_errors
+
 
 def unsecured_jwt(sub: str, exp: float) -> str:
     def part(data: dict) -> str:
@@ -21,8 +23,7 @@ def test_confluent_unsecured_token_logs_in_as_its_subject(kafka_secure_broker_fa
     producer = Producer(broker.confluent_config())
     producer.produce("oauth", b"x")
     assert producer.flush(20) == 0
-    principals = broker.runner.run(
-        lambda: sorted({c.principal for c in broker.runner.broker.connections}))
+    principals = connected_principals(broker)
     assert principals == ["User:alice"]
 
 
@@ -35,9 +36,7 @@ def test_confluent_expired_token_is_refused_with_the_json_error(kafka_secure_bro
         "oauth_cb": lambda _config: (unsecured_jwt("alice", time.time() - 60),
                                      time.time() + 3600)})
     producer.produce("oauth", b"x")
-    deadline = time.monotonic() + 10
-    while not errors and time.monotonic() < deadline:
-        producer.poll(0.2)
+    poll_for_errors(producer, errors)
     assert errors, "no error within 10 s"
     assert errors[0].code() == KafkaError._AUTHENTICATION
     assert '{"status":"invalid_token"}' in errors[0].str()
@@ -57,8 +56,7 @@ def test_kafka_python_token_provider(kafka_secure_broker_factory):
                              security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
                              sasl_oauth_token_provider=Provider())
     producer.send("oauth", b"x").get(10)
-    principals = broker.runner.run(
-        lambda: sorted({c.principal for c in broker.runner.broker.connections}))
+    principals = connected_principals(broker)
     producer.close()
     assert "User:bob" in principals
 

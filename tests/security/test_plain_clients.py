@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'username="admin" password="admin-secret" user_alice="alice-secret";')
+from .conftest import kafka_python_round_trip
 
 
 @pytest.fixture
-def broker(kafka_broker_factory):
-    return kafka_broker_factory({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-    })
+def broker(plain_sasl_broker):
+    return plain_sasl_broker("alice", login="admin")
 
 
 def kp_settings(password: str = "alice-secret") -> dict:
@@ -30,26 +24,7 @@ def kp_settings(password: str = "alice-secret") -> dict:
 
 
 def test_kafka_python_produce_consume_commit(broker):
-    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, **kp_settings())
-    for i in range(5):
-        producer.send(topic, f"m{i}".encode())
-    producer.flush(10)
-    producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             **kp_settings())
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < 5 and time.monotonic() < deadline:
-        for records in consumer.poll(500).values():
-            got += [r.value for r in records]
-    consumer.commit()
-    from kafka import TopicPartition
-
-    assert consumer.committed(TopicPartition(topic, 0)) == 5
-    consumer.close()
-    assert got == [f"m{i}".encode() for i in range(5)]
+    kafka_python_round_trip({"bootstrap_servers": broker.bootstrap, **kp_settings()})
 
 
 def test_kafka_python_wrong_password_fails_fast(broker, caplog):

@@ -21,37 +21,23 @@ from kafkette.broker.security.scram import salted_password
 from kafkette.protocol.codec import request_type
 from tests.wire import WireClient, entity
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'user_alice="alice-secret" user_bob="bob-secret";')
+from .conftest import metadata, plain_login, poll_for_errors
 
 
 @pytest.fixture
-def broker(kafka_broker_factory):
-    return kafka_broker_factory({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "1500",
-    })
-
-
-def login(client: WireClient, user: str, password: str):
-    assert client.request(17, 1, mechanism="PLAIN").error_code == 0
-    return client.request(36, 2, auth_bytes=f"\0{user}\0{password}".encode())
-
-
-def metadata(client: WireClient):
-    return client.request(3, 12, topics=(), allow_auto_topic_creation=False,
-                          include_topic_authorized_operations=False)
+def broker(plain_sasl_broker):
+    return plain_sasl_broker("alice", "bob", config={
+        "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "1500"})
 
 
 def test_session_lifetime_and_reauthentication(broker):
     with WireClient(broker.bootstrap) as client:
-        first = login(client, "alice", "alice-secret")
+        first = plain_login(client, "alice", "alice-secret")
         assert first.error_code == 0
         assert first.session_lifetime.total_seconds() == 1.5
         assert metadata(client).brokers
-        again = login(client, "alice", "alice-secret")  # re-authentication on the live connection
+        # re-authentication on the live connection
+        again = plain_login(client, "alice", "alice-secret")
         assert (again.error_code, again.session_lifetime.total_seconds()) == (0, 1.5)
         # a second one within a second is not a re-authentication: the handler answers 34
         assert client.request(17, 1, mechanism="PLAIN").error_code == 34
@@ -60,8 +46,8 @@ def test_session_lifetime_and_reauthentication(broker):
 
 def test_reauthentication_cannot_change_the_principal(broker):
     with WireClient(broker.bootstrap) as client:
-        assert login(client, "alice", "alice-secret").error_code == 0
-        answer = login(client, "bob", "bob-secret")
+        assert plain_login(client, "alice", "alice-secret").error_code == 0
+        answer = plain_login(client, "bob", "bob-secret")
         assert answer.error_code == 58
         assert answer.error_message == ("Cannot change principals during re-authentication "
                                         "from User.alice: User.bob")
@@ -70,7 +56,7 @@ def test_reauthentication_cannot_change_the_principal(broker):
 
 def test_an_expired_session_is_closed_at_its_next_request(broker):
     with WireClient(broker.bootstrap) as client:
-        assert login(client, "alice", "alice-secret").error_code == 0
+        assert plain_login(client, "alice", "alice-secret").error_code == 0
         assert metadata(client).brokers
         time.sleep(1.6)
         client.send_raw(client.encode(3, 12, 99, topics=(), allow_auto_topic_creation=False,
@@ -164,9 +150,7 @@ def test_scram_users_survive_sigkill(tmp_path):
         bob = Producer({**settings, "sasl.username": "bob", "sasl.password": "bob-secret",
                         "error_cb": errors.append})
         bob.produce("after-kill", b"x")
-        deadline = time.monotonic() + 10
-        while not errors and time.monotonic() < deadline:
-            bob.poll(0.2)
+        poll_for_errors(bob, errors)
         assert errors and "SCRAM-SHA-512" in errors[0].str()
 
 

@@ -18,17 +18,15 @@ from kafkette.protocol.codec import encode_request, request_type
 from tests.hostile.fuzz import mutate
 from tests.wire import WireClient
 
+from .conftest import metadata, plain_login
+
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 @pytest.fixture
-def broker(kafka_broker_factory):
-    return kafka_broker_factory({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+def broker(plain_sasl_broker):
+    return plain_sasl_broker("alice", config={
         "sasl.enabled.mechanisms": ",".join(MECHANISMS),
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            'org.apache.kafka.common.security.plain.PlainLoginModule required '
-            'user_alice="alice-secret";',
         "scram.credentials": "SCRAM-SHA-256=[name=alice,password=alice-secret]",
         "connection.failed.authentication.delay.ms": "0",
     })
@@ -85,10 +83,8 @@ def test_fuzzed_sasl_frames_never_break_the_listener(broker, caplog):
     for _ in range(int(os.environ.get("KAFKETTE_SASL_FUZZ_CASES", "300"))):
         one_case(rng, host, int(port))
     with WireClient(broker.bootstrap) as client:
-        assert client.request(17, 1, mechanism="PLAIN").error_code == 0
-        assert client.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 0
-        assert client.request(3, 12, topics=(), allow_auto_topic_creation=False,
-                              include_topic_authorized_operations=False).brokers
+        assert plain_login(client, "alice", "alice-secret").error_code == 0
+        assert metadata(client).brokers
     broken = [r for r in caplog.records if r.name.startswith("kafkette")
               and (r.exc_info or r.levelno >= logging.ERROR)]
     assert broken == [], [r.getMessage() for r in broken[:5]]

@@ -15,52 +15,38 @@ from kafkette.protocol.codec import request_type
 from kafkette.protocol.records import build_batch
 from tests.wire import WireClient, entity
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'username="admin" password="admin-secret" user_alice="alice-secret";')
+from .conftest import metadata, plain_token, sasl_handshake
 
 
 @pytest.fixture
-def broker(kafka_broker_factory):
-    return kafka_broker_factory({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-    })
-
-
-def plain(user: str, password: str, authzid: str = "") -> bytes:
-    return f"{authzid}\0{user}\0{password}".encode()
-
-
-def handshake(client: WireClient, mechanism: str = "PLAIN", version: int = 1):
-    return client.request(17, version, mechanism=mechanism)
+def broker(plain_sasl_broker):
+    return plain_sasl_broker("alice", login="admin")
 
 
 def test_plain_login_then_requests_are_served(broker):
     with WireClient(broker.bootstrap) as client:
         assert client.request(18, 3, client_software_name="t",
                               client_software_version="1").error_code == 0
-        answer = handshake(client)
+        answer = sasl_handshake(client)
         assert answer.error_code == 0 and answer.mechanisms == ("PLAIN",)
-        auth = client.request(36, 2, auth_bytes=plain("alice", "alice-secret"))
+        auth = client.request(36, 2, auth_bytes=plain_token("alice", "alice-secret"))
         assert auth.error_code == 0 and auth.auth_bytes == b""
         assert auth.session_lifetime.total_seconds() == 0
-        assert client.request(3, 12, topics=(), allow_auto_topic_creation=False,
-                              include_topic_authorized_operations=False).brokers
+        assert metadata(client).brokers
         # after success: both SASL APIs are answered ILLEGAL_SASL_STATE (34)
-        again = client.request(36, 2, auth_bytes=plain("alice", "alice-secret"))
+        again = client.request(36, 2, auth_bytes=plain_token("alice", "alice-secret"))
         assert again.error_code == 34
         assert again.error_message == ("SaslAuthenticate request received after successful "
                                        "authentication")
-        assert handshake(client).error_code == 34
+        assert sasl_handshake(client).error_code == 34
 
 
 def test_wrong_password_is_answered_58_after_the_delay_then_closed(broker, caplog):
     caplog.set_level(logging.INFO, "kafkette.security")
     with WireClient(broker.bootstrap) as client:
-        assert handshake(client).error_code == 0
+        assert sasl_handshake(client).error_code == 0
         started = time.monotonic()
-        auth = client.request(36, 1, auth_bytes=plain("alice", "not-her-password"))
+        auth = client.request(36, 1, auth_bytes=plain_token("alice", "not-her-password"))
         assert time.monotonic() - started >= 0.09  # connection.failed.authentication.delay.ms
         assert auth.error_code == 58
         assert auth.error_message == "Authentication failed: Invalid username or password"
@@ -72,17 +58,17 @@ def test_wrong_password_is_answered_58_after_the_delay_then_closed(broker, caplo
 
 
 @pytest.mark.parametrize("token, message", [
-    (plain("", "x"), "Authentication failed: username not specified"),
-    (plain("alice", ""), "Authentication failed: password not specified"),
+    (plain_token("", "x"), "Authentication failed: username not specified"),
+    (plain_token("alice", ""), "Authentication failed: password not specified"),
     (b"alice\0alice-secret", "Invalid SASL/PLAIN response: expected 3 tokens, got 2"),
-    (plain("alice", "alice-secret", authzid="bob"),
+    (plain_token("alice", "alice-secret", authzid="bob"),
      "Authentication failed: Client requested an authorization id that is different from "
      "username"),
-    (plain("mallory", "alice-secret"), "Authentication failed: Invalid username or password"),
+    (plain_token("mallory", "alice-secret"), "Authentication failed: Invalid username or password"),
 ])
 def test_plain_messages(broker, token, message):
     with WireClient(broker.bootstrap) as client:
-        handshake(client)
+        sasl_handshake(client)
         auth = client.request(36, 0, auth_bytes=token)
         assert (auth.error_code, auth.error_message) == (58, message)
 
@@ -96,7 +82,7 @@ def test_metadata_before_handshake_closes_without_an_answer(broker):
 
 def test_sasl_authenticate_before_handshake_closes(broker):
     with WireClient(broker.bootstrap) as client:
-        client.send_raw(client.encode(36, 1, 5, auth_bytes=plain("alice", "alice-secret")))
+        client.send_raw(client.encode(36, 1, 5, auth_bytes=plain_token("alice", "alice-secret")))
         assert client.is_closed_by_peer()
 
 
@@ -110,7 +96,7 @@ def test_second_api_versions_closes(broker):
 def test_unknown_mechanism_answers_33_with_the_enabled_list_then_closes(broker):
     with WireClient(broker.bootstrap) as client:
         started = time.monotonic()
-        answer = handshake(client, "SCRAM-SHA-512")
+        answer = sasl_handshake(client, "SCRAM-SHA-512")
         assert time.monotonic() - started >= 0.09
         assert (answer.error_code, answer.mechanisms) == (33, ("PLAIN",))
         assert client.is_closed_by_peer()
@@ -118,7 +104,7 @@ def test_unknown_mechanism_answers_33_with_the_enabled_list_then_closes(broker):
 
 def test_metadata_during_authenticate_gets_illegal_sasl_state_then_close(broker):
     with WireClient(broker.bootstrap) as client:
-        handshake(client)
+        sasl_handshake(client)
         topic = entity(request_type(3, 12), "topics", name="orders", topic_id=UUID(int=0))
         answer = client.request(3, 12, topics=(topic,), allow_auto_topic_creation=False,
                                 include_topic_authorized_operations=False)
@@ -128,8 +114,8 @@ def test_metadata_during_authenticate_gets_illegal_sasl_state_then_close(broker)
 
 def test_legacy_v0_handshake_then_raw_tokens(broker):
     with WireClient(broker.bootstrap) as client:
-        assert handshake(client, version=0).error_code == 0
-        token = plain("alice", "alice-secret")
+        assert sasl_handshake(client, version=0).error_code == 0
+        token = plain_token("alice", "alice-secret")
         client.send_raw(struct.pack(">i", len(token)) + token)
         assert client.read_frame() == b""  # PLAIN's empty success token
         assert client.request(18, 3, client_software_name="t",
@@ -138,15 +124,15 @@ def test_legacy_v0_handshake_then_raw_tokens(broker):
 
 def test_legacy_wrong_password_just_closes(broker):
     with WireClient(broker.bootstrap) as client:
-        handshake(client, version=0)
-        token = plain("alice", "nope")
+        sasl_handshake(client, version=0)
+        token = plain_token("alice", "nope")
         client.send_raw(struct.pack(">i", len(token)) + token)
         assert client.is_closed_by_peer()
 
 
 def test_a_plaintext_broker_answers_the_sasl_apis_illegal_sasl_state(kafka_broker):
     with WireClient(kafka_broker.bootstrap) as client:
-        assert handshake(client).error_code == 34
+        assert sasl_handshake(client).error_code == 34
         assert client.request(36, 2, auth_bytes=b"").error_code == 34
 
 
@@ -154,8 +140,8 @@ def test_failed_client_leaves_others_served(broker):
     with WireClient(broker.bootstrap) as bad, WireClient(broker.bootstrap) as good:
         bad.send_raw(struct.pack(">i", 12) + b"\x16\x03\x01" + b"\x00" * 9)  # TLS-ish garbage
         assert bad.is_closed_by_peer()
-        handshake(good)
-        assert good.request(36, 2, auth_bytes=plain("alice", "alice-secret")).error_code == 0
+        sasl_handshake(good)
+        assert good.request(36, 2, auth_bytes=plain_token("alice", "alice-secret")).error_code == 0
 
 
 def test_frames_before_authentication_are_limited_to_sasl_server_max_receive_size(broker):
@@ -163,8 +149,9 @@ def test_frames_before_authentication_are_limited_to_sasl_server_max_receive_siz
         client.send_raw(struct.pack(">i", 524289) + b"\x00" * 64)
         assert client.is_closed_by_peer()
     with WireClient(broker.bootstrap) as client:  # after login, socket.request.max.bytes
-        handshake(client)
-        assert client.request(36, 2, auth_bytes=plain("alice", "alice-secret")).error_code == 0
+        sasl_handshake(client)
+        auth = client.request(36, 2, auth_bytes=plain_token("alice", "alice-secret"))
+        assert auth.error_code == 0
         batch = build_batch([(None, b"x" * 600_000)], base_timestamp=0)
         cls = request_type(0, 9)
         topic_cls = item_type(cls, "topic_data")

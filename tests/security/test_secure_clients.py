@@ -5,22 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
-from kafka import KafkaConsumer, KafkaProducer
-from kafka import TopicPartition as KTopicPartition
+from kafka import KafkaConsumer
 
-
-def names() -> tuple[str, str]:
-    tag = uuid.uuid4().hex[:8]
-    return f"t-{tag}", f"g-{tag}"
+from .conftest import (
+    connected_principals,
+    kafka_python_round_trip,
+    poll_for_errors,
+    topic_and_group,
+)
 
 
 def confluent_round_trip(settings: dict) -> None:
-    topic, group = names()
+    topic, group = topic_and_group()
     producer = Producer(settings)
     for i in range(5):
         producer.produce(topic, f"m{i}".encode())
@@ -52,7 +52,7 @@ def test_aiokafka_sasl_ssl(kafka_secure_broker_factory, mechanism):
     from aiokafka.structs import TopicPartition
 
     broker = kafka_secure_broker_factory("SASL_SSL", (mechanism,))
-    topic, group = names()
+    topic, group = topic_and_group()
 
     async def run() -> tuple[list[bytes], int | None]:
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap,
@@ -86,23 +86,7 @@ def test_aiokafka_sasl_ssl(kafka_secure_broker_factory, mechanism):
 
 def test_kafka_python_sasl_plaintext_scram(kafka_secure_broker_factory):
     broker = kafka_secure_broker_factory("SASL_PLAINTEXT", ("SCRAM-SHA-256",))
-    topic, group = names()
-    producer = KafkaProducer(**broker.kafka_python_settings())
-    for i in range(5):
-        producer.send(topic, f"m{i}".encode())
-    producer.flush(10)
-    producer.close()
-    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, **broker.kafka_python_settings())
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < 5 and time.monotonic() < deadline:
-        for records in consumer.poll(500).values():
-            got += [r.value for r in records]
-    consumer.commit()
-    assert consumer.committed(KTopicPartition(topic, 0)) == 5
-    consumer.close()
-    assert got == [f"m{i}".encode() for i in range(5)]
+    kafka_python_round_trip(broker.kafka_python_settings())
 
 
 def test_confluent_wrong_scram_password_reports_authentication_error(kafka_secure_broker_factory):
@@ -111,9 +95,7 @@ def test_confluent_wrong_scram_password_reports_authentication_error(kafka_secur
     producer = Producer(broker.confluent_config({"error_cb": errors.append},
                                                 password="not-it"))
     producer.produce("t", b"x")
-    deadline = time.monotonic() + 10
-    while not errors and time.monotonic() < deadline:
-        producer.poll(0.2)
+    poll_for_errors(producer, errors)
     assert errors, "no error reported within 10 s"
     assert errors[0].code() == KafkaError._AUTHENTICATION
     assert ("Authentication failed during authentication due to invalid credentials with SASL "
@@ -146,8 +128,7 @@ def test_mutual_tls_principal_is_the_certificate_subject(kafka_secure_broker_fac
     producer = Producer(broker.confluent_config(certificate=certificate))
     producer.produce("mtls", b"x")
     assert producer.flush(20) == 0
-    principals = broker.runner.run(
-        lambda: sorted({c.principal for c in broker.runner.broker.connections}))
+    principals = connected_principals(broker)
     assert principals == ["User:CN=alice,OU=dev,O=kafkette test"]
     assert certificate.subject == "CN=alice,OU=dev,O=kafkette test"
 
@@ -159,8 +140,7 @@ def test_principal_mapping_rules(kafka_secure_broker_factory):
     certificate = broker.client_certificate("alice", organizational_unit="dev")
     consumer = KafkaConsumer(**broker.kafka_python_settings(certificate=certificate))
     consumer.topics()  # a request over the mutually authenticated connection
-    principals = broker.runner.run(
-        lambda: sorted({c.principal for c in broker.runner.broker.connections}))
+    principals = connected_principals(broker)
     consumer.close()
     assert principals == ["User:ALICE"]
 
@@ -170,9 +150,7 @@ def test_ssl_without_a_required_client_certificate_is_refused(kafka_secure_broke
     errors: list = []
     producer = Producer(broker.confluent_config({"error_cb": errors.append}))
     producer.produce("t", b"x")
-    deadline = time.monotonic() + 10
-    while not errors and time.monotonic() < deadline:
-        producer.poll(0.2)
+    poll_for_errors(producer, errors)
     assert errors
     assert producer.flush(1) == 1
     assert "Failed authentication with /127.0.0.1 (SSL handshake failed" in caplog.text

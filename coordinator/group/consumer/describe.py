@@ -5,27 +5,15 @@ the committed offset."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..described import DescribedTopicPartitions, TopicNamer, described_partitions
 from ..overview import GroupOverview, MemberOverview
 from .consumer_group_state import ConsumerGroup
-from .member import Assignment, ConsumerGroupMember
+from .member import ConsumerGroupMember
 
 MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
-
-# topic id -> topic name, None when the topic is gone (its partitions are left out)
-TopicNamer = Callable[[uuid.UUID], "str | None"]
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedTopicPartitions:
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...]
-
 
 @dataclass(frozen=True, slots=True)
 class DescribedMember:
@@ -52,16 +40,6 @@ class DescribedGroup:
     members: tuple[DescribedMember, ...]
 
 
-def _partitions(assignment: Assignment, name_of: TopicNamer
-                ) -> tuple[DescribedTopicPartitions, ...]:
-    out = []
-    for topic_id in sorted(assignment):
-        name = name_of(topic_id)
-        if name is not None:
-            out.append(DescribedTopicPartitions(topic_id, name, tuple(sorted(assignment[topic_id]))))
-    return tuple(out)
-
-
 def describe_member(group: ConsumerGroup, member: ConsumerGroupMember,
                     name_of: TopicNamer) -> DescribedMember:
     return DescribedMember(
@@ -70,8 +48,9 @@ def describe_member(group: ConsumerGroup, member: ConsumerGroupMember,
         client_host=member.client_host,
         subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
         subscribed_topic_regex=member.subscribed_topic_regex,
-        assignment=_partitions(member.assigned_partitions, name_of),
-        target_assignment=_partitions(group.target_of(member.member_id), name_of),
+        assignment=described_partitions(member.assigned_partitions, name_of),
+        target_assignment=described_partitions(group.target_of(member.member_id),
+                                               name_of),
         member_type=MEMBER_TYPE_CLASSIC if member.uses_classic_protocol else MEMBER_TYPE_CONSUMER)
 
 

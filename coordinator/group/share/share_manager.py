@@ -26,6 +26,7 @@ from ...runtime.error_codes import (
 )
 from ...runtime.result import Result
 from ..assignor.spec import Assignment
+from ..described import DescribedTopicPartitions, described_partitions
 from ..group_config import CoordinatorConfig
 from ..overview import GroupOverview, MemberOverview
 from . import simple_assignor
@@ -42,13 +43,6 @@ log = logging.getLogger("kafkette.coordinator")
 
 def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("share-session-timeout", group_id, member_id)
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedTopicPartitions:
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,19 +175,10 @@ class ShareGroupManager:
 
     def view(self, group: ShareGroup) -> DescribedShareGroup:
         name_of = self.topics.name_of
-
-        def described(assignment: Assignment) -> tuple[DescribedTopicPartitions, ...]:
-            out = []
-            for topic_id, partitions in sorted(assignment.items()):
-                name = name_of(topic_id)
-                if name is not None:
-                    out.append(DescribedTopicPartitions(topic_id, name,
-                                                        tuple(sorted(partitions))))
-            return tuple(out)
         members = tuple(
             DescribedShareMember(m.member_id, m.rack_id, m.member_epoch, m.client_id,
                                  m.client_host, m.subscribed_topic_names,
-                                 described(m.assigned))
+                                 described_partitions(m.assigned, name_of))
             for _mid, m in sorted(group.members.items()))
         return DescribedShareGroup(
             group.group_id, group.state, group.group_epoch, group.assignment_epoch,

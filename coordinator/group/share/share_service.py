@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ...runtime.coordinator_runtime import PartitionContext
 from ...runtime.error_codes import (
@@ -22,14 +22,18 @@ from ..group_shard import GroupCoordinatorShard
 from .share_heartbeat import ShareHeartbeatRequest, ShareHeartbeatResult, validate_request
 from .share_manager import DescribedShareGroup
 
+T = TypeVar("T")
+
 
 class GroupRouting(Protocol):
     """What this needs of the group coordinator service (group_service.GroupCoordinator)."""
     config: CoordinatorConfig
 
-    def partition_for(self, group_id: str) -> int: ...
-
     def context_for(self, group_id: str) -> PartitionContext: ...
+
+    async def read_groups(self, group_ids: list[str],
+                          op: Callable[[GroupCoordinatorShard, list[str]], list[T]],
+                          failed: Callable[[str, CoordinatorError], T]) -> list[T]: ...
 
 # (error, message, result): the result on success, None with an error
 ShareHeartbeatAnswer = tuple[int, "str | None", "ShareHeartbeatResult | None"]
@@ -79,21 +83,9 @@ class ShareGroupService:
         """(group id, error, message, described group) per id, request order, committed."""
         if not self.enabled:
             return [(g, UNSUPPORTED_VERSION, NOT_ENABLED, None) for g in group_ids]
-        coordinator = self.coordinator
-        out: dict[str, DescribeRow] = {}
-        by_partition: dict[int, list[str]] = {}
-        for gid in group_ids:
-            by_partition.setdefault(coordinator.partition_for(gid), []).append(gid)
-        for ids in by_partition.values():
-            def describe(shard: GroupCoordinatorShard, ids: list[str] = ids
-                         ) -> list[DescribeRow]:
-                return shard.share_group_describe(ids)
-            try:
-                rows = await coordinator.context_for(ids[0]).read(describe)
-            except CoordinatorError as exc:
-                rows = [(g, exc.code, exc.message, None) for g in ids]
-            out.update((row[0], row) for row in rows)
-        return [out[g] for g in group_ids]
+        return await self.coordinator.read_groups(
+            group_ids, GroupCoordinatorShard.share_group_describe,
+            lambda g, exc: (g, exc.code, exc.message, None))
 
     async def group(self, group_id: str) -> tuple[int, DescribedShareGroup | None]:
         """The admin side's query: (NONE, the share group) for a share group;
