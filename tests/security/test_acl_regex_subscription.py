@@ -20,7 +20,8 @@ from confluent_kafka.admin import (
 
 from kafkette.broker.testing import KafkaBroker
 
-from .test_acl_sasl import JAAS, allow, as_user
+from .conftest import plain_jaas
+from .test_acl_sasl import allow, as_user
 
 TOPICS = {"orders-eu": 2, "orders-us": 1, "orders-secret": 2, "billing": 1}
 
@@ -30,7 +31,8 @@ def broker(kafka_broker_factory) -> KafkaBroker:
     return kafka_broker_factory({
         "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            plain_jaas("admin", "alice", "bob", login="admin"),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin",
         "group.consumer.min.session.timeout.ms": 1000,

@@ -163,11 +163,11 @@ def test_acls_logs_in_with_command_config(kafka_secure_broker_factory, tmp_path)
     # the same Kafka-style file logs in kafkette's librdkafka tools (topics, console tools)
     from kafkette.broker.cli import topics_command
 
+    admin = scram_properties(tmp_path / "admin.properties", broker, "admin", "admin-secret")
     created = io.StringIO()
     assert topics_command.main(["--bootstrap-server", broker.bootstrap, "--command-config",
-                                properties("admin"), "--create", "--topic", "orders"],
-                               created) == 0
+                                admin, "--create", "--topic", "orders"], created) == 0
     listed = io.StringIO()
     assert topics_command.main(["--bootstrap-server", broker.bootstrap, "--command-config",
-                                properties("admin"), "--list"], listed) == 0
+                                admin, "--list"], listed) == 0
     assert "orders" in listed.getvalue().split()
