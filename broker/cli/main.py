@@ -172,10 +172,15 @@ def configs_tool(argv: list[str]) -> ModuleType:
     broker loggers, groups and client metrics (entity_configs, also refusals and --help), client
     quotas of users, clients and ips (client_quota_configs), or users' SCRAM credentials
     (configs_command)."""
-    from . import client_quota_configs, configs_command, entity_configs
+    from kafkette.protocol.kio_import import import_kio_without_hypothesis
+
+    import_kio_without_hypothesis()  # a tool's start-up: kio's types without hypothesis
+    from . import entity_configs
 
     if entity_configs.handles(argv):
         return entity_configs
+    from . import client_quota_configs, configs_command
+
     if client_quota_configs.handles(argv):  # client quotas (and users' --describe)
         return client_quota_configs
     return configs_command
