@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 
-from .admin_client import parse_bootstrap
+from .admin_client import AdminError, parse_bootstrap
 from .client_security import AuthError
 from .wire_client import WireClient, WireError
 
@@ -99,7 +99,11 @@ class ConfigAdmin:
         self._timeout = timeout
         self._nodes: dict[int, _Node] = {}
         errors = []
-        for server in parse_bootstrap(bootstrap):  # the first that answers, as Kafka's clients
+        try:
+            servers = parse_bootstrap(bootstrap)
+        except AdminError as exc:
+            raise ConfigAdminError(str(exc)) from None
+        for server in servers:  # the first that answers, as Kafka's clients
             try:
                 self._bootstrap = _Node(server, security, timeout)
                 break
@@ -141,7 +145,7 @@ class ConfigAdmin:
         if node_id not in self._nodes:
             brokers = {int(b.node_id): (b.host, int(b.port)) for b in self._cluster().brokers}
             if node_id not in brokers:
-                raise BrokerRefusal(int(ErrorCode.unknown_server_error),
+                raise BrokerRefusal(int(ErrorCode.request_timed_out),  # as Kafka's Admin
                                     "Timed out waiting for a node assignment.")
             host, port = brokers[node_id]
             try:

@@ -265,7 +265,8 @@ def validate_topic(name: str) -> None:
 
 # Broker errors as Kafka's Admin client raises them ------------------------------------------
 
-_EXCEPTIONS = {3: "UnknownTopicOrPartitionException", 17: "InvalidTopicException",
+_EXCEPTIONS = {3: "UnknownTopicOrPartitionException", 7: "TimeoutException",
+               17: "InvalidTopicException",
                29: "TopicAuthorizationException", 30: "GroupAuthorizationException",
                31: "ClusterAuthorizationException", 35: "UnsupportedVersionException",
                40: "InvalidConfigurationException", 42: "InvalidRequestException",

@@ -236,3 +236,22 @@ def test_the_configs_command_line_goes_to_the_module_for_its_entity() -> None:
           "SCRAM-SHA-256=[password=x]"], configs_command),
     ]:
         assert configs_tool(argv) is module, argv
+
+
+def test_command_config_logs_in_over_sasl_ssl(kafka_secure_broker_factory, tmp_path) -> None:
+    broker = kafka_secure_broker_factory("SASL_SSL", ("SCRAM-SHA-512",))
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="alice" password="alice-secret";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={broker.ca_file}\n")
+    common = ("--bootstrap-server", broker.bootstrap, "--command-config", str(properties))
+    assert configs(*common, "--alter", "--broker", "1", "--add-config",
+                   "log.retention.ms=1000").stdout == "Completed updating config for broker 1.\n"
+    assert configs(*common, "--describe", "--broker", "1").stdout == (
+        "Dynamic configs for broker 1 are:\n"
+        "  log.retention.ms=1000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+        f"log.retention.ms=1000, DEFAULT_CONFIG:log.retention.ms={DEFAULT_RETENTION}}}\n")
+    plaintext = configs("--bootstrap-server", broker.bootstrap, "--describe", "--broker", "1")
+    assert plaintext.returncode == 1
