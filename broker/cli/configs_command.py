@@ -7,7 +7,7 @@
 
 As Kafka's tool, the password is salted and hashed here (AlterUserScramCredentials carries the
 salted password, never the password) and the output lines are Kafka's. Topic, broker and group
-configs are not served by this command yet.
+configs are entity_configs' (main.configs_tool picks the module of a command line).
 """
 
 from __future__ import annotations

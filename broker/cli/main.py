@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 from ..admin import admin_address
@@ -75,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     add_serve_arguments(sub.add_parser("serve", help="run the broker"))
     configs = sub.add_parser("configs", add_help=False,
-                             help="kafka-configs.sh: client quotas of users, clients and ips; "
-                                  "SCRAM credentials of users (see `kafkette configs --help`)")
+                             help="kafka-configs.sh: configs of topics, brokers, groups; client "
+                                  "quotas; SCRAM credentials (see `kafkette configs --help`)")
     configs.add_argument("args", nargs=argparse.REMAINDER)
     groups = sub.add_parser("groups", add_help=False,
                             help="kafka-consumer-groups.sh: --list, --describe, --delete, "
@@ -208,6 +209,25 @@ def run_client_tool(name: str, argv: list[str]) -> int:
     return console_consumer.main(argv)
 
 
+def configs_tool(argv: list[str]) -> ModuleType:
+    """The module serving a ``kafkette configs`` command line (kafka-configs.sh): topics, brokers,
+    broker loggers, groups and client metrics (entity_configs, also refusals and --help), client
+    quotas of users, clients and ips (client_quota_configs), or users' SCRAM credentials
+    (configs_command)."""
+    from kafkette.protocol.kio_import import import_kio_without_hypothesis
+
+    import_kio_without_hypothesis()  # a tool's start-up: kio's types without hypothesis
+    from . import entity_configs
+
+    if entity_configs.handles(argv):
+        return entity_configs
+    from . import client_quota_configs, configs_command
+
+    if client_quota_configs.handles(argv):  # client quotas (and users' --describe)
+        return client_quota_configs
+    return configs_command
+
+
 def _import_broker() -> None:
     # In a thread, while the event loop answers ApiVersions on the early listeners.
     from kafkette.protocol.kio_import import import_kio_without_hypothesis
@@ -280,11 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["pipeline"]:  # its own parser, so `kafkette pipeline --help` works too
         return run_pipeline(argv[1:])
     if argv[:1] == ["configs"]:  # kafka-configs.sh's flags, parsed by its own module
-        from . import client_quota_configs, configs_command
-
-        if client_quota_configs.handles(argv[1:]):  # client quotas (and users' --describe)
-            return client_quota_configs.main(argv[1:])
-        return configs_command.main(argv[1:])
+        return configs_tool(argv[1:]).main(argv[1:])
     if argv[:1] == ["groups"]:  # Kafka's flag style, parsed by its own module
         from . import groups_command
 

@@ -83,8 +83,6 @@ def _tool_parser(tool: str, argv: list[str]) -> Any:
     from kafkette.broker.cli import (
         acls_command,
         client_metrics_command,
-        client_quota_configs,
-        configs_command,
         console_consumer,
         console_producer,
         reassign_command,
@@ -93,8 +91,9 @@ def _tool_parser(tool: str, argv: list[str]) -> Any:
     )
 
     if tool == "configs":
-        module: Any = client_quota_configs if client_quota_configs.handles(argv) \
-            else configs_command
+        from kafkette.broker.cli.main import configs_tool
+
+        module: Any = configs_tool(argv)
     else:
         module = {"topics": topics_command, "console-producer": console_producer,
                   "console-consumer": console_consumer, "share-groups": share_groups_command,
