@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import read_properties
+from .client_security import ClientConfigError, read_command_config
 from .config_admin import (
     BROKER,
     BROKER_LOGGER,
@@ -394,7 +395,10 @@ def run(args: Any, out: TextIO) -> None:
     if kind not in RESOURCE_TYPES:  # a quota entity with another type: refused by check_args
         raise ToolFailure(f"Invalid entity type: {kind}")
     added = configs_to_add(args) if args.alter else {}
-    security = read_properties(Path(args.command_config)) if args.command_config else None
+    try:
+        security = read_command_config(args.command_config) or None
+    except ClientConfigError as exc:
+        raise ToolFailure(str(exc)) from None
     bootstrap = args.bootstrap_server or args.bootstrap_controller
     with ConfigAdmin(bootstrap, security) as admin:
         if args.alter:

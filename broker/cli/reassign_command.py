@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import read_properties
 from .admin_client import AdminClient, AdminError
+from .client_security import ClientConfigError, read_command_config
 from .kafka_clients import ToolError, ToolParser, UsageError, opt
 from .reassign_admin import Partition, ReassignAdmin
 
@@ -307,14 +307,14 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
         parser.print_usage(sys.stderr)
         return 1
     try:
-        security = read_properties(Path(args.command_config)) if args.command_config else None
+        security = read_command_config(args.command_config) or None
         with AdminClient(args.bootstrap_server, client_id="reassign-partitions-tool",
                          security=security) as client:
             COMMANDS[action](ReassignAdmin(client), args, out)
     except CommandFailed as exc:
         print(f"Error: {exc}", file=out)
         return 1
-    except ToolError as exc:  # Kafka's TerseException: the message alone
+    except (ToolError, ClientConfigError) as exc:  # Kafka's TerseException: the message alone
         print(exc, file=out)
         return 1
     except (AdminError, OSError) as exc:
