@@ -72,7 +72,7 @@ TOOL_TESTS = {
     "console-consumer": "tests/clitools/test_client_tools.py",
     "share-groups": "tests/share_state/test_cli.py",
     "acls": "tests/security/test_acls_command.py",
-    "configs": "tests/quotas/test_configs_command.py",
+    "configs": "tests/clitools/test_entity_configs.py",
     "client-metrics": "tests/telemetry/test_client_telemetry.py",
     "reassign-partitions": "tests/cluster/test_reassign_command.py",
     "--version": "tests/clitools/test_client_tools.py",
