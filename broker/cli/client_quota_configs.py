@@ -28,6 +28,7 @@ from kafkette.protocol.codec import request_type
 
 from . import configs_command
 from .admin_client import AdminClient, AdminError
+from .kafka_clients import flag_values
 
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
@@ -37,22 +38,12 @@ QUOTA_KEYS = frozenset({"producer_byte_rate", "consumer_byte_rate", "request_per
                         "controller_mutation_rate", "connection_creation_rate"})
 
 
-def _flag_values(argv: list[str], flag: str) -> list[str]:
-    out = []
-    for i, token in enumerate(argv):
-        if token == flag and i + 1 < len(argv):
-            out.append(argv[i + 1])
-        elif token.startswith(flag + "="):
-            out.append(token.split("=", 1)[1])
-    return out
-
-
 def handles(argv: list[str]) -> bool:
     """Whether a ``kafkette configs`` command line is about client quotas (this module) rather
     than SCRAM credentials only (configs_command)."""
     if any(flag in argv for flag in ("--user", "--client", "--ip")):
         return True
-    types = set(_flag_values(argv, "--entity-type"))
+    types = set(flag_values(argv, "--entity-type"))
     if types & {"clients", "ips"}:
         return True
     if "users" not in types or "--command-config" in argv:
@@ -60,7 +51,7 @@ def handles(argv: list[str]) -> bool:
     if "--describe" in argv:
         return True
     keys = {item.split("=", 1)[0].strip()
-            for text in _flag_values(argv, "--add-config") + _flag_values(argv, "--delete-config")
+            for text in flag_values(argv, "--add-config") + flag_values(argv, "--delete-config")
             for item in text.split(",")}
     return bool(keys & QUOTA_KEYS)
 

@@ -38,7 +38,7 @@ from .config_admin import (
     ConfigAdminError,
     Entry,
 )
-from .kafka_clients import ToolParser, UsageError, opt
+from .kafka_clients import ToolParser, UsageError, flag_values, opt
 
 DESCRIPTION = ("This tool helps to manipulate and describe entity config for a topic, client, "
                "user, broker, ip, client-metrics or group")
@@ -117,20 +117,10 @@ def build_parser() -> ToolParser:
     return p
 
 
-def _flag_values(argv: Sequence[str], flag: str) -> list[str]:
-    out = []
-    for i, token in enumerate(argv):
-        if token == flag and i + 1 < len(argv):
-            out.append(argv[i + 1])
-        elif token.startswith(flag + "="):
-            out.append(token.split("=", 1)[1])
-    return out
-
-
 def handles(argv: Sequence[str]) -> bool:
     """Whether a ``kafkette configs`` command line is this module's: its entity types are not
     all quota entities (users, clients, ips), or it names none (Kafka's refusal, --help)."""
-    types = set(_flag_values(argv, "--entity-type"))
+    types = set(flag_values(argv, "--entity-type"))
     types |= {kind for flag, kind in ENTITY_FLAGS + DEFAULT_FLAGS if f"--{flag}" in argv
               or any(token.startswith(f"--{flag}=") for token in argv)}
     return not types or not types <= QUOTA_TYPES

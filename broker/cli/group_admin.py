@@ -8,60 +8,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from .admin_client import COORDINATOR_ERRORS, AdminClient, AdminError, CoordinatorMoved
+from .node_connections import NodeConnections
 
 T = TypeVar("T")
 RETRIES, BACKOFF_S = 10, 0.2
 
 
-class ClusterAdmin:
+class ClusterAdmin(NodeConnections):
     def __init__(self, bootstrap: str, timeout: float = 15, client_id: str = "kafkette-admin",
                  security: Mapping[str, str] | None = None):
         """``security``: the ``--command-config`` login, used on every connection (the
         bootstrap one and each coordinator's and leader's)."""
-        self._timeout = timeout
-        self._client_id = client_id
-        self._security = security
-        self.bootstrap = AdminClient(bootstrap, timeout, client_id, security)
-        self._nodes: dict[int, AdminClient] = {}
-        self._addresses: dict[int, tuple[str, int]] | None = None
+        super().__init__(bootstrap, timeout, client_id, security)
         self._coordinators: dict[str, tuple[int, str, int]] = {}
 
-    def close(self) -> None:
-        for client in self._nodes.values():
-            client.close()
-        self.bootstrap.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # Connections --------------------------------------------------------------------------
-    def _connect(self, node: int, host: str, port: int) -> AdminClient:
-        client = self._nodes.get(node)
-        if client is None:
-            client = AdminClient(f"{host}:{port}", self._timeout, self._client_id,
-                                 self._security)
-            self._nodes[node] = client
-        return client
-
-    def node(self, node: int) -> AdminClient:
-        if node not in self._nodes:
-            addresses = self.addresses()
-            if node not in addresses:
-                raise AdminError(f"broker {node} is not available")
-            self._connect(node, *addresses[node])
-        return self._nodes[node]
-
-    def addresses(self) -> dict[int, tuple[str, int]]:
-        if self._addresses is None:
-            self._addresses = self.bootstrap.brokers()
-        return self._addresses
-
     def coordinator(self, group: str) -> tuple[str, int, int]:
         """(host, port, node id) of the group's coordinator."""
         if group not in self._coordinators:
@@ -73,7 +37,7 @@ class ClusterAdmin:
         for attempt in range(RETRIES):
             host, port, node = self.coordinator(group)
             try:
-                return call(self._connect(node, host, port))
+                return call(self.connect(node, host, port))
             except CoordinatorMoved:
                 if attempt == RETRIES - 1:
                     raise

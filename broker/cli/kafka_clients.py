@@ -67,6 +67,18 @@ def refuse_with(used: str, others: Iterable[str], given: set[str]) -> None:
                 raise UsageError(f'Option "{opt(used)}" can\'t be used with option "{opt(other)}"')
 
 
+def flag_values(argv: Sequence[str], flag: str) -> list[str]:
+    """The values a raw command line gives ``flag`` (``--flag V`` or ``--flag=V``), before it
+    is parsed (to choose the module that parses it)."""
+    out = []
+    for i, token in enumerate(argv):
+        if token == flag and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif token.startswith(flag + "="):
+            out.append(token.split("=", 1)[1])
+    return out
+
+
 def key_values(items: Iterable[str], what: str = "properties") -> dict[str, str]:
     """Kafka's parseKeyValueArgs: ``key=value`` items (the value may contain ``=``)."""
     out: dict[str, str] = {}

@@ -12,7 +12,7 @@ import struct
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -20,6 +20,7 @@ from kafkette.protocol.build import item_type, make
 from kafkette.protocol.codec import request_type
 
 from .admin_client import METADATA, OURS, AdminClient, AdminError, CoordinatorMoved, error_name
+from .node_connections import NodeConnections
 from .wire_client import WireClient
 
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
@@ -63,44 +64,16 @@ class TxnAdminError(AdminError):
         self.error = error
 
 
-class TransactionsAdmin:
+class TransactionsAdmin(NodeConnections):
+    client_class = TxnAdminClient
+
     def __init__(self, bootstrap: str, timeout: float = 15,
                  client_id: str = "kafkette-transactions",
                  security: Mapping[str, str] | None = None) -> None:
-        self._timeout = timeout
-        self._client_id = client_id
-        self._security = security
-        self.bootstrap = TxnAdminClient(bootstrap, timeout, client_id, security)
-        self._nodes: dict[int, TxnAdminClient] = {}
-        self._addresses: dict[int, tuple[str, int]] | None = None
+        super().__init__(bootstrap, timeout, client_id, security)
 
-    def close(self) -> None:
-        for client in self._nodes.values():
-            client.close()
-        self.bootstrap.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # Connections ------------------------------------------------------------------------------
-    def addresses(self) -> dict[int, tuple[str, int]]:
-        if self._addresses is None:
-            self._addresses = self.bootstrap.brokers()
-        return self._addresses
-
-    def node(self, node: int) -> TxnAdminClient:
-        client = self._nodes.get(node)
-        if client is None:
-            address = self.addresses().get(node)
-            if address is None:
-                raise TxnAdminError("BROKER_NOT_AVAILABLE", f"Broker {node} is not available")
-            client = TxnAdminClient(f"{address[0]}:{address[1]}", self._timeout,
-                                    self._client_id, self._security)
-            self._nodes[node] = client
-        return client
+    def unavailable(self, node: int) -> Exception:
+        return TxnAdminError("BROKER_NOT_AVAILABLE", f"Broker {node} is not available")
 
     # Topics -----------------------------------------------------------------------------------
     def topics(self, names: Iterable[str] | None = None, include_internal: bool = True
