@@ -26,10 +26,14 @@ def txn_producer(bootstrap: str, transactional_id: str, **extra: Any) -> Any:
 
 
 def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 1,
-             expect: int | None = None, timeout: float = 10) -> list[bytes]:
+             expect: int | None = None, timeout: float = 10,
+             exactly: int | None = None) -> list[bytes]:
     """Values of ``topic`` from the start as a consumer of ``isolation`` sees them; stops
     when ``expect`` values arrived, or at the first empty poll after some values (or the
-    timeout)."""
+    timeout). ``exactly``: the values written are complete, so once that many arrived, a
+    second of empty polls shows there are no more (a duplicate would come with them)."""
+    if exactly is not None:
+        expect = None
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic()}",
@@ -44,7 +48,7 @@ def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 1,
             msg = consumer.poll(0.3)
             if msg is None:
                 idle += 1
-                if expect is None and idle >= 4:
+                if expect is None and idle >= 4 and (exactly is None or len(values) >= exactly):
                     break
                 continue
             idle = 0

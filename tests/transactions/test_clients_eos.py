@@ -65,7 +65,7 @@ def test_aiokafka_send_offsets_to_transaction(kafka_broker_factory) -> None:
 
     committed = asyncio.run(scenario())
     assert committed == INPUTS
-    out = read_all(broker.bootstrap, "out", "read_committed", expect=INPUTS + 1, timeout=5)
+    out = read_all(broker.bootstrap, "out", "read_committed", exactly=INPUTS, timeout=20)
     assert out == [f"r{i}".encode() for i in range(INPUTS)]
 
 
@@ -119,7 +119,7 @@ def test_java_consume_transform_produce(kafka_broker_factory) -> None:
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert [e["event"] for e in events][0] == "aborted"
     assert sum(e["records"] for e in events if e["event"] == "committed") == INPUTS
-    out = read_all(broker.bootstrap, "jout", "read_committed", expect=INPUTS + 1, timeout=5)
+    out = read_all(broker.bootstrap, "jout", "read_committed", exactly=INPUTS, timeout=20)
     assert out == [f"r{i}".encode() for i in range(INPUTS)]
     check = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "java-eos"})
     try:
