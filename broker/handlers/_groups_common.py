@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -15,6 +15,7 @@ from kafkette.coordinator.group.unavailable import unavailable_coordinator
 from kafkette.coordinator.runtime.futures import ParkedFuture
 
 from ..responses import ParkedResponse
+from ..security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from ..context import RequestContext
@@ -27,6 +28,25 @@ _MS = timedelta(milliseconds=1)
 def interval(interval_ms: int) -> timedelta:
     """A heartbeat interval as the response field's timedelta (few distinct values: cached)."""
     return timedelta(milliseconds=interval_ms)
+
+
+class SubscribingRequest(Protocol):
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def subscribed_topic_names(self) -> Sequence[str] | None: ...
+
+
+def refused_heartbeat(ctx: RequestContext, request: SubscribingRequest) -> int:
+    """A ConsumerGroupHeartbeat's / ShareGroupHeartbeat's ACL checks, as Kafka's: READ on the
+    group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every subscribed topic name
+    (TOPIC_AUTHORIZATION_FAILED); 0 when allowed."""
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return int(ErrorCode.group_authorization_failed)
+    names = request.subscribed_topic_names
+    if names and ctx.denied(AclOperation.DESCRIBE, ResourceType.TOPIC, names):
+        return int(ErrorCode.topic_authorization_failed)
+    return 0
 
 
 def modern_heartbeat_response(types: tuple[type, type, type], answer: Any) -> Any:

@@ -29,6 +29,7 @@ from ._groups_common import (
     interval,
     modern_heartbeat_response,
     ms,
+    refused_heartbeat,
     respond_with,
 )
 from ._modern_describe import describe_groups
@@ -47,7 +48,7 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
         ctx.derived = (req, request)
     version = ctx.api_version
     if ctx.services.acls is not None:  # ctx.authorizing, inlined: the hot path
-        refused = _refused_heartbeat(ctx, request)
+        refused = refused_heartbeat(ctx, request)
         if refused:
             return _heartbeat_response(version, (refused, None, None))
     coord = ctx.services.groups.coordinator  # coordinator(ctx), inlined: the hot path
@@ -57,17 +58,6 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any):
     if type(answer) is tuple:  # answered now (respond_with's case, without a closure)
         return _heartbeat_response(version, answer)
     return respond_with(answer, partial(_heartbeat_response, version))
-
-
-def _refused_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> int:
-    """Kafka's checks: READ on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every
-    subscribed topic name (TOPIC_AUTHORIZATION_FAILED); 0 when allowed."""
-    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return int(ErrorCode.group_authorization_failed)
-    names = request.subscribed_topic_names
-    if names and ctx.denied(AclOperation.DESCRIBE, ResourceType.TOPIC, names):
-        return int(ErrorCode.topic_authorization_failed)
-    return 0
 
 
 def _heartbeat_request(ctx: RequestContext, req: Any) -> HeartbeatRequest:

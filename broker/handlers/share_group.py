@@ -9,16 +9,18 @@ from collections.abc import Callable, Iterable
 from functools import cache, partial
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from kafkette.coordinator.group.share.share_heartbeat import ShareHeartbeatRequest
 from kafkette.protocol.build import item_type
 from kafkette.protocol.codec import response_type
 
 from ..context import RequestContext
 from ..routes import api
-from ..security.acl import AclOperation, ResourceType
-from ._groups_common import coordinator, modern_heartbeat_response, respond_with
+from ._groups_common import (
+    coordinator,
+    modern_heartbeat_response,
+    refused_heartbeat,
+    respond_with,
+)
 from ._modern_describe import describe_groups
 
 
@@ -32,24 +34,13 @@ def handle_share_group_heartbeat(ctx: RequestContext, req: Any):
         client_host=ctx.client_host)
     version = ctx.api_version
     if ctx.authorizing:
-        refused = _refused_heartbeat(ctx, request)
+        refused = refused_heartbeat(ctx, request)
         if refused:
             return _heartbeat_response(version, (refused, None, None))
     answer = coordinator(ctx).share_groups().heartbeat(request)
     if type(answer) is tuple:
         return _heartbeat_response(version, answer)
     return respond_with(answer, partial(_heartbeat_response, version))
-
-
-def _refused_heartbeat(ctx: RequestContext, request: ShareHeartbeatRequest) -> int:
-    """Kafka's checks: READ on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every
-    subscribed topic name (TOPIC_AUTHORIZATION_FAILED); 0 when allowed."""
-    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return int(ErrorCode.group_authorization_failed)
-    names = request.subscribed_topic_names
-    if names and ctx.denied(AclOperation.DESCRIBE, ResourceType.TOPIC, names):
-        return int(ErrorCode.topic_authorization_failed)
-    return 0
 
 
 @cache
