@@ -143,9 +143,14 @@ def produce_frame(topic: str, partition: int, batch: bytes, acks: int = 1) -> by
 
 
 def bench_produce(bootstrap: str, topic: str, partitions: int, total_mb: int, inflight: int) -> float:
+    return produce_over(Conn(bootstrap), topic, partitions, total_mb, inflight)
+
+
+def produce_over(conn: Conn, topic: str, partitions: int, total_mb: int, inflight: int) -> float:
+    """MB/s of ``total_mb`` 1 MB batches (acks=1) produced on ``conn``, ``inflight`` at a
+    time, round-robin over the partitions; closes ``conn``."""
     batch = build_batch([(None, os.urandom(MB - 200))], base_timestamp=int(time.time() * 1000))
     frames = [produce_frame(topic, p, batch) for p in range(partitions)]
-    conn = Conn(bootstrap)
     n = total_mb
     sent = received = 0
     start = time.perf_counter()

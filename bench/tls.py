@@ -18,16 +18,14 @@ import ssl
 import statistics
 import struct
 import tempfile
-import time
 from pathlib import Path
 
-from bench.produce_fetch import MB, Conn, create_topic, produce_frame
+from bench.produce_fetch import Conn, create_topic, produce_over
 from kafkette.broker.testing import BrokerProcess
 from kafkette.broker.testing import test_config as broker_config
 from kafkette.broker.testing.certificates import TestCA
 from kafkette.protocol.build import make
 from kafkette.protocol.codec import encode_request, request_type
-from kafkette.protocol.records import build_batch
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -45,25 +43,6 @@ class _TlsConn(Conn):
     def __init__(self, bootstrap: str, context: ssl.SSLContext) -> None:
         super().__init__(bootstrap)
         self.sock = context.wrap_socket(self.sock, server_hostname="127.0.0.1")
-
-
-def _produce(conn: Conn, topic: str, partitions: int, total_mb: int, inflight: int = 5) -> float:
-    """bench/produce_fetch.py's produce loop on a given connection: 1 MB batches, acks=1."""
-    batch = build_batch([(None, os.urandom(MB - 200))], base_timestamp=int(time.time() * 1000))
-    frames = [produce_frame(topic, p, batch) for p in range(partitions)]
-    sent = received = 0
-    start = time.perf_counter()
-    while received < total_mb:
-        while sent < total_mb and sent - received < inflight:
-            frame = frames[sent % partitions]
-            struct.pack_into(">i", frame, 8, sent)
-            conn.sock.sendall(frame)
-            sent += 1
-        conn.read_frame()
-        received += 1
-    elapsed = time.perf_counter() - start
-    conn.sock.close()
-    return total_mb * len(batch) / MB / elapsed
 
 
 def _heartbeats(conn: Conn, count: int, pid: int) -> float:
@@ -107,9 +86,9 @@ def main(argv: list[str] | None = None) -> None:
                 "plain MB/s", "tls MB/s", "plain µs/req", "tls µs/req")}
             for _ in range(args.runs):
                 results["plain MB/s"].append(
-                    _produce(Conn(broker.bootstrap), "bench-tls", 4, args.mb))
+                    produce_over(Conn(broker.bootstrap), "bench-tls", 4, args.mb, 5))
                 results["tls MB/s"].append(
-                    _produce(_TlsConn(tls_bootstrap, context), "bench-tls", 4, args.mb))
+                    produce_over(_TlsConn(tls_bootstrap, context), "bench-tls", 4, args.mb, 5))
                 plain = Conn(broker.bootstrap)
                 results["plain µs/req"].append(_heartbeats(plain, args.requests, pid))
                 plain.sock.close()
