@@ -6,35 +6,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import threading
 
 import pytest
-from confluent_kafka import Producer
 
 from kafkette.broker.cli.main import main
-from kafkette.broker.testing import ThreadedBroker
-from kafkette.broker.testing import test_config as broker_config
 from tests.tools import ROOT
 from tests.wire import WireClient
 
 SHARE_HEARTBEAT = 76
-
-
-@pytest.fixture(scope="module")
-def broker():
-    with tempfile.TemporaryDirectory(prefix="kafkette-share-cli-") as tmp:
-        runner = ThreadedBroker(broker_config(tmp, **{
-            "share.coordinator.state.topic.num.partitions": 3,
-            "offsets.topic.num.partitions": 2}))
-        with runner:
-            runner.run(runner.broker.logs.create_topic("jobs", 2))
-            producer = Producer({"bootstrap.servers": runner.bootstrap, "linger.ms": 0})
-            for i in range(10):
-                producer.produce("jobs", value=f"job-{i}".encode(), partition=0)
-            producer.produce("jobs", value=b"x", partition=1)
-            producer.flush(10)
-            yield runner
 
 
 def share_groups(bootstrap: str, *args: str) -> subprocess.CompletedProcess:

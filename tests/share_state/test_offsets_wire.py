@@ -4,11 +4,9 @@ made with ShareGroupHeartbeat: Kafka's answers, errors and lag."""
 
 from __future__ import annotations
 
-import tempfile
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from kafkette.broker.testing import ThreadedBroker
@@ -25,23 +23,6 @@ from kafkette.protocol.share_state_records import coordinator_key
 from tests.wire import WireClient
 
 FIND, SHARE_HEARTBEAT, DESCRIBE, ALTER, DELETE = 10, 76, 90, 91, 92
-
-
-@pytest.fixture(scope="module")
-def broker():
-    with tempfile.TemporaryDirectory(prefix="kafkette-share-offsets-") as tmp:
-        runner = ThreadedBroker(broker_config(tmp, **{
-            "share.coordinator.state.topic.num.partitions": 3,
-            "offsets.topic.num.partitions": 2}))
-        with runner:
-            b = runner.broker
-            runner.run(b.logs.create_topic("jobs", 2))
-            producer = Producer({"bootstrap.servers": runner.bootstrap, "linger.ms": 0})
-            for i in range(10):
-                producer.produce("jobs", value=f"job-{i}".encode(), partition=0)
-            producer.produce("jobs", value=b"x", partition=1)
-            producer.flush(10)
-            yield runner
 
 
 @pytest.fixture
